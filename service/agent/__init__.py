@@ -1,0 +1,1 @@
+"""One agent interface (base.Agent), two brains: offline (parser + templates) and LLM (LangChain)."""

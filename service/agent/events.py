@@ -1,0 +1,70 @@
+"""Events an agent streams, and the final Answer (../shared/CONTRACT.md).
+
+Every channel (SSE, OpenAI-compatible, Slack, CLI) consumes this one stream.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.result import Estimate
+from tools.scenario import Scenario
+
+Language = Literal["en", "zh"]
+
+
+class Answer(BaseModel):
+    question: str
+    language: Language
+    scenario: Scenario | None = None  # null for a conceptual question
+    estimate: Estimate | None = None
+    answer: str  # the full text the user saw
+    agent: str = "offline"  # which brain answered: offline, llm, llm->offline (fallback)
+    conversation_id: str | None = None
+
+
+class ScenarioEvent(BaseModel):
+    type: Literal["scenario"] = "scenario"
+    scenario: Scenario
+
+
+class EstimateEvent(BaseModel):
+    type: Literal["estimate"] = "estimate"
+    estimate: Estimate
+
+
+class TokenEvent(BaseModel):
+    type: Literal["token"] = "token"
+    text: str
+
+
+class NoticeEvent(BaseModel):
+    """Out-of-band information for the user, e.g. 'the LLM endpoint failed; offline answer follows'."""
+
+    type: Literal["notice"] = "notice"
+    message: str
+    code: str | None = None
+
+
+class DoneEvent(BaseModel):
+    type: Literal["done"] = "done"
+    answer: Answer
+
+
+class ErrorEvent(BaseModel):
+    """Bad input or an impossible scenario: a clear message that says what is accepted."""
+
+    type: Literal["error"] = "error"
+    message: str
+    field: str | None = None
+    accepted: str | None = None
+    suggestions: list[str] = Field(default_factory=list)
+    detail: dict[str, Any] | None = None
+
+
+AgentEvent = Annotated[
+    ScenarioEvent | EstimateEvent | TokenEvent | NoticeEvent | DoneEvent | ErrorEvent,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,62 @@
+"""`vramwise` command line: a thin adapter over the estimator, the agent and the server.
+
+Imports are lazy so that `vramwise estimate` never loads LangChain, FastAPI or torch
+(process start to result < 300 ms). Bad input: exit code 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vramwise", description="How much GPU memory does this need?")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    est = sub.add_parser("estimate", help="run the estimator on a scenario (JSON file, - for stdin)")
+    est.add_argument("--scenario", required=True, help="scenario JSON file, or - for stdin")
+    est.add_argument("--json", action="store_true", help="print one Estimate object")
+    est.add_argument("--no-plan", action="store_true", help="skip the planner's suggestions")
+
+    ask = sub.add_parser("ask", help="answer a question (offline agent unless an LLM is configured)")
+    ask.add_argument("question", help="the question, in English or Chinese")
+    ask.add_argument("--json", action="store_true", help="print one Answer object")
+    ask.add_argument("--offline", action="store_true", help="force the offline agent")
+    ask.add_argument("--language", choices=["en", "zh"], default=None)
+
+    srv = sub.add_parser("serve", help="run the HTTP service")
+    srv.add_argument("--host", default=None)
+    srv.add_argument("--port", type=int, default=None)
+
+    tr = sub.add_parser("trace", help="measure the real HF model's peak on fake tensors (needs the [trace] extra)")
+    tr.add_argument("--scenario", required=True, help="scenario JSON file, or - for stdin")
+    tr.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "estimate":
+        from service.channels.cli_estimate import run_estimate
+
+        return run_estimate(args)
+    if args.command == "ask":
+        from service.channels.cli_ask import run_ask
+
+        return run_ask(args)
+    if args.command == "serve":
+        from service.channels.cli_serve import run_serve
+
+        return run_serve(args)
+    if args.command == "trace":
+        from tools.trace.cli import run_trace
+
+        return run_trace(args)
+    return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

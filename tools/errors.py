@@ -1,0 +1,42 @@
+"""The one error type the estimator raises for bad input.
+
+Every channel (CLI, HTTP, agents) turns it into a clear message: which field was wrong,
+what was given, and what is accepted (with near names for unknown catalog ids).
+"""
+
+from __future__ import annotations
+
+
+class ScenarioError(ValueError):
+    """Bad or impossible input. Never a traceback for the user: channels render `str(err)`."""
+
+    def __init__(
+        self,
+        field: str,
+        message: str,
+        *,
+        accepted: str | None = None,
+        suggestions: list[str] | None = None,
+    ) -> None:
+        self.field = field
+        self.message = message
+        self.accepted = accepted
+        self.suggestions = list(suggestions or [])
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        text = f"{self.field}: {self.message}"
+        if self.suggestions:
+            text += f" Did you mean: {', '.join(self.suggestions)}?"
+        if self.accepted:
+            text += f" Accepted: {self.accepted}."
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "field": self.field,
+            "message": self.message,
+            "accepted": self.accepted,
+            "suggestions": self.suggestions,
+            "error": self.render(),
+        }

@@ -1,0 +1,109 @@
+"""Estimate: the output of the estimator tool (../shared/CONTRACT.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tools.scenario import Scenario
+
+ComponentName = str  # weights, gradients, optimizer_states, master_weights, activations, logits, kv_cache, ...
+ComponentKind = Literal["tensor", "overhead"]
+
+
+class Component(BaseModel):
+    """One thing resident on the most loaded GPU at the peak."""
+
+    name: ComponentName
+    bytes: int = Field(ge=0)
+    kind: ComponentKind
+    formula: str  # symbolic, e.g. "P_local x 2 B"
+    substituted: str  # with the numbers, e.g. "6,738,415,616 x 2 B = 13,476,831,232 B"
+    source: str  # paper/table or library file the formula follows
+    label: str | None = None  # human name ("Adam m and v (fp32)"); channels localise via prompts/
+    model_role: str | None = None  # RL: actor, critic, reference, reward; None for single-model jobs
+    note: str | None = None
+
+
+class PhasePeak(BaseModel):
+    """Live tensor bytes at one moment of the step."""
+
+    phase: str  # end_of_forward, backward, optimizer_step, prefill, decode
+    tensor_bytes: int = Field(ge=0)
+
+
+class PerGpu(BaseModel):
+    tensor_peak_bytes: int = Field(ge=0)  # what torch.cuda.max_memory_allocated() would report
+    total_bytes: int = Field(ge=0)  # tensor peak + runtime overhead: what nvidia-smi would show
+    peak_phase: str
+    phases: list[PhasePeak] = Field(default_factory=list)
+    gpu_role: str | None = None  # which GPU this is: "PP stage 0 (first), TP rank 0"
+
+
+class GpuInfo(BaseModel):
+    id: str
+    name: str
+    memory_bytes: int = Field(gt=0)
+    vendor: str | None = None
+    alias_note: str | None = None  # e.g. "'A100' taken as the 80 GB variant"
+
+
+class Suggestion(BaseModel):
+    """A concrete change to the scenario, with its own estimate."""
+
+    change: str  # human text: "use QLoRA (4-bit base)"
+    scenario_changes: dict[str, object]  # fields to apply to the scenario
+    total_bytes: int = Field(ge=0)
+    fits: bool
+    num_gpus: int
+    rationale: str | None = None
+
+
+class Assumption(BaseModel):
+    field: str
+    value: object
+    reason: str
+
+
+class NoEffect(BaseModel):
+    """A stated setting that does not change peak memory, and why."""
+
+    field: str
+    value: object
+    explanation: str
+
+
+class ServingCapacity(BaseModel):
+    """vLLM-style: what the reserved memory leaves for KV blocks."""
+
+    gpu_memory_utilization: float
+    reserved_bytes: int
+    kv_cache_bytes: int  # what is left for KV blocks after weights, activations and overhead
+    kv_bytes_per_token: int
+    max_kv_tokens: int
+    max_concurrent_sequences: int  # at the scenario's seq_len
+    max_context_at_batch_1: int
+
+
+class Estimate(BaseModel):
+    scenario: Scenario
+    per_gpu: PerGpu
+    components: list[Component]
+    gpu: GpuInfo
+    fits: bool
+    safety_margin: float
+    headroom_bytes: int  # usable memory minus total_bytes (negative when it does not fit)
+    min_gpus: int | None
+    suggestions: list[Suggestion] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
+    no_effect: list[NoEffect] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    serving: ServingCapacity | None = None
+    params_total: int
+    params_trainable: int
+    params_active_per_token: int
+    accuracy_note: str | None = None  # "typically within N% of measured" (benchmarks/accuracy)
+
+    def component(self, name: str) -> Component | None:
+        return next((c for c in self.components if c.name == name), None)
