@@ -31,7 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default=None)
     srv.add_argument("--port", type=int, default=None)
 
-    tr = sub.add_parser("trace", help="measure the real HF model's peak on fake tensors (needs the [trace] extra)")
+    tr = sub.add_parser(
+        "trace", help="measure the real HF model's peak on fake tensors (needs the [trace] extra)"
+    )
     tr.add_argument("--scenario", required=True, help="scenario JSON file, or - for stdin")
     tr.add_argument("--json", action="store_true")
     return p

@@ -12,7 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-BlockStyle = Literal["llama", "gpt"]  # llama: RMSNorm + gated MLP (SwiGLU/GeGLU); gpt: LayerNorm + 2-matrix MLP
+BlockStyle = Literal[
+    "llama", "gpt"
+]  # llama: RMSNorm + gated MLP (SwiGLU/GeGLU); gpt: LayerNorm + 2-matrix MLP
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
 
 

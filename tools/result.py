@@ -8,7 +8,9 @@ from pydantic import BaseModel, Field
 
 from tools.scenario import Scenario
 
-ComponentName = str  # weights, gradients, optimizer_states, master_weights, activations, logits, kv_cache, ...
+ComponentName = (
+    str  # weights, gradients, optimizer_states, master_weights, activations, logits, kv_cache, ...
+)
 ComponentKind = Literal["tensor", "overhead"]
 
 

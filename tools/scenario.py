@@ -16,7 +16,9 @@ from tools.architecture import Architecture
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
 PrecisionRecipe = Literal["fp32", "amp", "mixed", "megatron", "bf16"]
-Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw_8bit", "paged_adamw", "sgd", "sgd_momentum", "adafactor", "lion"]
+Optimizer = Literal[
+    "adamw", "adamw_8bit", "paged_adamw_8bit", "paged_adamw", "sgd", "sgd_momentum", "adafactor", "lion"
+]
 AttentionImpl = Literal["flash", "eager"]
 Recompute = Literal["none", "full", "selective"]
 QuantMethod = Literal["bnb", "gptq", "awq", "fp8"]
@@ -35,34 +37,54 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # --- what model -------------------------------------------------------------------------
-    model: str | None = Field(default=None, description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)")
+    model: str | None = Field(
+        default=None, description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)"
+    )
     params: int | None = Field(default=None, gt=0, description="total parameters; filled from the catalog")
-    architecture: Architecture | None = Field(default=None, description="explicit HF-style config; overrides the catalog")
+    architecture: Architecture | None = Field(
+        default=None, description="explicit HF-style config; overrides the catalog"
+    )
 
     # --- what job -----------------------------------------------------------------------------
-    task: Task | None = Field(default=None, description="inference, full_finetune, pretrain, freeze, lora, qlora, ppo, grpo, dpo")
+    task: Task | None = Field(
+        default=None, description="inference, full_finetune, pretrain, freeze, lora, qlora, ppo, grpo, dpo"
+    )
     gpu: str | None = Field(default=None, description="GPU catalog id or alias (a100-80gb, 4090, H20, 910B)")
     num_gpus: int | None = Field(default=None, ge=1, le=100_000)
-    batch_size: int | None = Field(default=None, ge=1, le=1_000_000, description="micro-batch per data-parallel rank")
-    seq_len: int | None = Field(default=None, ge=1, le=10_000_000, description="tokens per sequence / context length")
+    batch_size: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="micro-batch per data-parallel rank"
+    )
+    seq_len: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="tokens per sequence / context length"
+    )
 
     # --- numerics ---------------------------------------------------------------------------
     weight_dtype: WeightDtype | None = None
     precision_recipe: PrecisionRecipe | None = None
     optimizer: Optimizer | None = None
-    quant_method: QuantMethod | None = Field(default=None, description="how int8/int4 weights are stored: bnb, gptq, awq")
-    quant_group_size: int | None = Field(default=None, ge=1, description="GPTQ/AWQ group (128), NF4 block (64)")
-    double_quant: bool | None = Field(default=None, description="QLoRA double quantisation of the absmax constants")
+    quant_method: QuantMethod | None = Field(
+        default=None, description="how int8/int4 weights are stored: bnb, gptq, awq"
+    )
+    quant_group_size: int | None = Field(
+        default=None, ge=1, description="GPTQ/AWQ group (128), NF4 block (64)"
+    )
+    double_quant: bool | None = Field(
+        default=None, description="QLoRA double quantisation of the absmax constants"
+    )
 
     # --- fine-tuning ----------------------------------------------------------------------------
     lora_rank: int | None = Field(default=None, ge=1, le=65536)
     lora_targets: list[str] | None = Field(default=None, description="q_proj, v_proj, ... or all-linear")
     dora: bool = False
-    trainable_layers: int | None = Field(default=None, ge=0, description="freeze tuning: last N layers trainable")
+    trainable_layers: int | None = Field(
+        default=None, ge=0, description="freeze tuning: last N layers trainable"
+    )
 
     # --- activations ------------------------------------------------------------------------------
     gradient_checkpointing: bool | None = None
-    recompute: Recompute | None = Field(default=None, description="none, full, selective; full == gradient_checkpointing")
+    recompute: Recompute | None = Field(
+        default=None, description="none, full, selective; full == gradient_checkpointing"
+    )
     attention: AttentionImpl | None = None
 
     # --- parallelism ---------------------------------------------------------------------------
@@ -74,20 +96,30 @@ class Scenario(BaseModel):
     sequence_parallel: bool | None = None
     offload_optimizer: OffloadTarget | None = None
     offload_params: OffloadTarget | None = None
-    pp_microbatches: int | None = Field(default=None, ge=1, description="micro-batches per step under PP (1F1B)")
+    pp_microbatches: int | None = Field(
+        default=None, ge=1, description="micro-batches per step under PP (1F1B)"
+    )
 
     # --- inference / serving / RL --------------------------------------------------------------
     kv_dtype: KvDtype | None = None
     max_new_tokens: int | None = Field(default=None, ge=0)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0, description="vLLM-style reservation")
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0.0, le=1.0, description="vLLM-style reservation"
+    )
     num_generations: int | None = Field(default=None, ge=1, description="GRPO samples per prompt")
-    rollout_batch_size: int | None = Field(default=None, ge=1, description="prompts per RL rollout on one rank")
-    reward_model: str | None = Field(default=None, description="RL reward model id (defaults to the policy's size)")
+    rollout_batch_size: int | None = Field(
+        default=None, ge=1, description="prompts per RL rollout on one rank"
+    )
+    reward_model: str | None = Field(
+        default=None, description="RL reward model id (defaults to the policy's size)"
+    )
     critic_model: str | None = None
     reference_offload: bool | None = None
 
     # --- verdict ---------------------------------------------------------------------------------
-    safety_margin: float | None = Field(default=None, ge=0.0, lt=1.0, description="fraction of the card kept free")
+    safety_margin: float | None = Field(
+        default=None, ge=0.0, lt=1.0, description="fraction of the card kept free"
+    )
 
     # --- things people mention that do NOT change peak memory (explained, never silently ignored)
     epochs: float | None = None
