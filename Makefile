@@ -1,0 +1,55 @@
+# Two commands on a fresh machine (README):  make serve   |   make test
+# Each creates .venv and installs what it needs from pyproject.toml on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: serve test lint format install install-test chromium bench clean
+
+$(BIN)/vramwise: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+install: $(BIN)/vramwise
+
+$(VENV)/.test-installed: pyproject.toml $(BIN)/vramwise
+	$(BIN)/pip install -q -e ".[test,slack,postgres,trace]"
+	@touch $@
+
+install-test: $(VENV)/.test-installed
+
+# Headless Chromium for the browser test (Debian package; needs root). Skipped when present.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "chromium could not be installed: the browser test will be skipped"; \
+	  else echo "no /usr/bin/chromium and not root: the browser test will be skipped"; fi; \
+	fi
+
+serve: install
+	$(BIN)/vramwise serve --host $(HOST) --port $(PORT)
+
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install-test chromium lint
+	$(BIN)/python -m pytest -q
+
+format: install-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install-test
+	$(BIN)/python benchmarks/estimator_speed.py
+	$(BIN)/python benchmarks/answer_latency.py
+	$(BIN)/python -m benchmarks.accuracy.run
+	$(BIN)/python benchmarks/load_chat.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache test-output
