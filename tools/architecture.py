@@ -16,6 +16,11 @@ BlockStyle = Literal[
     "llama", "gpt"
 ]  # llama: RMSNorm + gated MLP (SwiGLU/GeGLU); gpt: LayerNorm + 2-matrix MLP
 AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+# HF module names of the linear layers (what PEFT `target_modules` match); counts are the same for
+# fused (qkv_proj, gate_up_proj) and split layouts, LoRA trainable counts are not.
+ModuleNames = Literal[
+    "llama", "mixtral", "deepseek", "gpt2", "falcon", "phi3", "chatglm", "glm", "internlm2", "baichuan"
+]
 
 
 class Architecture(BaseModel):
@@ -53,6 +58,7 @@ class Architecture(BaseModel):
     first_k_dense_layers: int = 0  # DeepSeek: first k layers use a dense MLP of intermediate_size
     moe_layer_freq: int = 1
     shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate (h params) on the shared expert
+    router_score_bias: bool = False  # DeepSeek-V3: gate.e_score_correction_bias (num_experts params)
     # MLA (DeepSeek-V2/V3)
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
@@ -61,6 +67,7 @@ class Architecture(BaseModel):
     v_head_dim: int | None = None
     # Multi-token prediction modules and other extras that ship in the checkpoint
     extra_params: int = 0
+    module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
 
     @model_validator(mode="after")
     def _defaults(self) -> Architecture:
@@ -114,6 +121,7 @@ class LinearShape(BaseModel):
     bias: bool = False
     expert: bool = False  # inside a routed MoE expert
     column_parallel: bool = True  # TP splits its output (q/k/v/gate/up) vs its input (o/down)
+    replicated: bool = False  # not sharded by TP (vLLM ReplicatedLinear: MLA q_a_proj/kv_a_proj, routers)
 
     @property
     def params(self) -> int:
@@ -131,6 +139,7 @@ class ParamBreakdown(BaseModel):
     moe_per_layer: int  # routed experts + shared experts + router, of one MoE layer
     expert_params_per_layer: int  # routed experts only, of one MoE layer
     active_expert_params_per_layer: int  # top-k routed + shared, what one token touches
+    shared_expert_params_per_layer: int = 0  # shared experts (+ their gate) of one MoE layer
     norms_per_layer: int
     num_layers: int
     num_dense_layers: int
@@ -153,9 +162,9 @@ class ParamBreakdown(BaseModel):
     @property
     def active_per_token(self) -> int:
         """Parameters one token's forward touches (MoE: top-k + shared experts): compute, not memory."""
-        routed_inactive = self.num_moe_layers * (
-            self.expert_params_per_layer - self.active_expert_params_per_layer
-        )
+        # active_expert_params_per_layer includes the shared experts; expert_params_per_layer does not
+        active_routed = self.active_expert_params_per_layer - self.shared_expert_params_per_layer
+        routed_inactive = self.num_moe_layers * (self.expert_params_per_layer - active_routed)
         return self.total - routed_inactive
 
 

@@ -1,0 +1,400 @@
+"""Accuracy of the estimator against published GPU memory measurements.
+
+Loads `benchmarks/data/published_memory.csv` (one row per measurement, transcribed from the
+sources named in each row: repository, path, commit), maps each row to a `tools.scenario.Scenario`,
+runs `tools.estimator.estimate(scenario, plan=False)` and compares the figure of the metric the
+source reports:
+
+- `allocated` (torch.cuda.max_memory_allocated) and `active` (memory_stats active_bytes.all.peak)
+  are compared with `per_gpu.tensor_peak_bytes`;
+- `reserved` (max_memory_reserved) and `nvidia-smi` with `per_gpu.total_bytes`;
+- `unknown` with `per_gpu.tensor_peak_bytes` (the row is then not `comparable` in the data anyway).
+
+Rows whose outcome is `oom` (the source ran out of memory) carry no byte figure: for them we check
+that the estimate's total exceeds the card. Rows marked `comparable=false` in the data (settings the
+source leaves ambiguous, or features the estimator does not model: torch.compile, chunked loss,
+activation offloading) are printed but kept out of the headline summary.
+
+Run: `python -m benchmarks.accuracy.published` (add `--json` for machine-readable output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.architecture import Architecture
+from tools.errors import ScenarioError
+from tools.result import Estimate
+from tools.scenario import Scenario
+from tools.units import GiB
+
+DATA_CSV = Path(__file__).resolve().parents[1] / "data" / "published_memory.csv"
+UNDERESTIMATE_LIMIT_PCT = 5.0  # issue 3: "count of underestimates beyond 5%"
+
+
+# ----------------------------------------------------------------------------- metrics
+@dataclass(frozen=True)
+class EstimateFigure:
+    """Which Estimate figure a published metric is compared with."""
+
+    name: str
+    field: str
+    read: Callable[[Estimate], int]
+
+
+_TENSOR_PEAK = EstimateFigure(
+    "tensor_peak", "per_gpu.tensor_peak_bytes", lambda est: est.per_gpu.tensor_peak_bytes
+)
+_TOTAL = EstimateFigure("total", "per_gpu.total_bytes", lambda est: est.per_gpu.total_bytes)
+
+# torch.cuda.max_memory_allocated / memory_stats()["active_bytes.all.peak"] count live tensor blocks;
+# max_memory_reserved and nvidia-smi add allocator caching and the CUDA context (PyTorch CUDA semantics docs).
+METRIC_FIGURES: dict[str, EstimateFigure] = {
+    "allocated": _TENSOR_PEAK,
+    "active": _TENSOR_PEAK,
+    "unknown": _TENSOR_PEAK,
+    "reserved": _TOTAL,
+    "nvidia-smi": _TOTAL,
+}
+METRICS: tuple[str, ...] = tuple(METRIC_FIGURES)
+OUTCOMES: tuple[str, ...] = ("measured", "oom")
+
+
+# ----------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class PublishedRow:
+    """One published measurement with the configuration its source states (blank = not stated)."""
+
+    case_id: str
+    source_repo: str
+    source_path: str
+    source_commit: str
+    source_table: str
+    source_row: str
+    model: str
+    model_as_stated: str
+    task: str
+    gpu: str
+    gpu_as_stated: str
+    num_gpus: int
+    batch_size: int | None
+    seq_len: int | None
+    weight_dtype: str | None
+    quant: str | None  # nf4, nf4-dq (bitsandbytes with double quantisation)
+    precision_recipe: str | None
+    optimizer: str | None
+    lora_rank: int | None
+    lora_targets: tuple[str, ...]  # neutral names: q_proj, k_proj, v_proj, o_proj, mlp, lm_head
+    gradient_checkpointing: bool | None
+    zero_stage: int | None
+    other_settings: str
+    metric: str
+    value_as_stated: str
+    unit: str
+    outcome: str
+    measured_bytes: int | None
+    resolution_bytes: int | None
+    assumed: dict[str, str]  # settings the source does not state, with the default we assume
+    comparable: bool
+    config_source: str
+    notes: str
+
+    @property
+    def source(self) -> str:
+        return f"{self.source_repo}/{self.source_path}@{self.source_commit[:10]}"
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
+def _bool(text: str) -> bool | None:
+    value = text.strip().lower()
+    if not value:
+        return None
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    return tuple(t for t in text.split("|") if t) if text.strip() else ()
+
+
+def _assumed(text: str) -> dict[str, str]:
+    pairs = [p for p in text.split(";") if p.strip()]
+    return dict(p.split("=", 1) for p in pairs)
+
+
+def parse_row(raw: dict[str, str]) -> PublishedRow:
+    return PublishedRow(
+        case_id=raw["case_id"],
+        source_repo=raw["source_repo"],
+        source_path=raw["source_path"],
+        source_commit=raw["source_commit"],
+        source_table=raw["source_table"],
+        source_row=raw["source_row"],
+        model=raw["model"],
+        model_as_stated=raw["model_as_stated"],
+        task=raw["task"],
+        gpu=raw["gpu"],
+        gpu_as_stated=raw["gpu_as_stated"],
+        num_gpus=int(raw["num_gpus"]),
+        batch_size=_int(raw["batch_size"]),
+        seq_len=_int(raw["seq_len"]),
+        weight_dtype=raw["weight_dtype"] or None,
+        quant=raw["quant"] or None,
+        precision_recipe=raw["precision_recipe"] or None,
+        optimizer=raw["optimizer"] or None,
+        lora_rank=_int(raw["lora_rank"]),
+        lora_targets=_targets(raw["lora_targets"]),
+        gradient_checkpointing=_bool(raw["gradient_checkpointing"]),
+        zero_stage=_int(raw["zero_stage"]),
+        other_settings=raw["other_settings"],
+        metric=raw["metric"],
+        value_as_stated=raw["value_as_stated"],
+        unit=raw["unit"],
+        outcome=raw["outcome"],
+        measured_bytes=_int(raw["measured_bytes"]),
+        resolution_bytes=_int(raw["resolution_bytes"]),
+        assumed=_assumed(raw["assumed"]),
+        comparable=bool(_bool(raw["comparable"])),
+        config_source=raw["config_source"],
+        notes=raw["notes"],
+    )
+
+
+def load_rows(path: Path = DATA_CSV) -> list[PublishedRow]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return [parse_row(raw) for raw in csv.DictReader(fh)]
+
+
+# ----------------------------------------------------------------------------- row -> Scenario
+def _effective(row: PublishedRow, field: str) -> str | None:
+    """The stated value of `field`, else the assumed one, else None (estimator default)."""
+    stated = getattr(row, field)
+    if stated not in (None, (), ""):
+        if isinstance(stated, tuple):
+            return "|".join(stated)
+        return str(stated).lower() if isinstance(stated, bool) else str(stated)
+    return row.assumed.get(field)
+
+
+def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
+    """Neutral LoRA targets (q_proj/k_proj/v_proj/o_proj/mlp/lm_head) -> this architecture's HF module names.
+
+    litgpt's lora_query/key/value/projection/mlp/head flags are recorded in the data as neutral names;
+    fused-qkv families (Phi-3 qkv_proj, Falcon query_key_value) map q/k/v to the fused module, and `mlp`
+    expands to every MLP linear (tools/params.py NAMINGS gives the per-family module names).
+    """
+    from tools.params import NAMINGS
+
+    naming = NAMINGS[arch.module_names]
+    names: list[str] = []
+    for target in neutral:
+        if target in ("q_proj", "k_proj", "v_proj"):
+            mapped = (
+                [naming.qkv]
+                if naming.qkv
+                else [{"q_proj": naming.q, "k_proj": naming.k}.get(target, naming.v)]
+            )
+        elif target == "o_proj":
+            mapped = [naming.o]
+        elif target == "mlp":
+            if not arch.gated_mlp:
+                mapped = [naming.fc_in, naming.fc_out]
+            elif naming.gate_up:
+                mapped = [naming.gate_up, naming.down]
+            else:
+                mapped = [naming.gate, naming.up, naming.down]
+        else:
+            mapped = [target]
+        names += [m for m in mapped if m not in names]
+    return names
+
+
+def to_scenario(row: PublishedRow) -> Scenario:
+    """The Scenario a published row describes: stated settings, then the defaults recorded in `assumed`."""
+    from tools.catalog.models import find_model
+
+    spec = find_model(row.model)
+    seq = _effective(row, "seq_len")
+    batch = _effective(row, "batch_size")
+    rank = _effective(row, "lora_rank")
+    targets = _effective(row, "lora_targets")
+    checkpointing = _effective(row, "gradient_checkpointing")
+    zero = _effective(row, "zero_stage")
+    quantised = row.quant in ("nf4", "nf4-dq")
+    data: dict[str, Any] = {
+        "model": spec.id,
+        "task": row.task,
+        "gpu": row.gpu,
+        "num_gpus": row.num_gpus,
+        "batch_size": int(batch) if batch else None,
+        "seq_len": int(seq) if seq else None,
+        "weight_dtype": row.weight_dtype,
+        "precision_recipe": _effective(row, "precision_recipe"),
+        "optimizer": _effective(row, "optimizer"),
+        "lora_rank": int(rank) if rank and row.task in ("lora", "qlora") else None,
+        "lora_targets": (
+            hf_lora_targets(spec.architecture, targets.split("|"))
+            if targets and row.task in ("lora", "qlora")
+            else None
+        ),
+        "gradient_checkpointing": None if checkpointing is None else checkpointing == "true",
+        "zero_stage": int(zero) if zero else None,
+        "quant_method": "bnb" if quantised else None,
+        "double_quant": (row.quant == "nf4-dq") if quantised else None,
+    }
+    return Scenario.model_validate(data)
+
+
+# ----------------------------------------------------------------------------- comparison
+def _signed_error_pct(estimate: int, truth: int) -> float:
+    return (estimate - truth) / truth * 100.0
+
+
+def _default_estimator() -> Callable[[Scenario], Estimate]:
+    from tools.estimator import estimate
+
+    return lambda scenario: estimate(scenario, plan=False)
+
+
+def compare_row(row: PublishedRow, estimator: Callable[[Scenario], Estimate]) -> dict[str, Any]:
+    """One result row: case id, estimate, truth, signed error %, metric (and what was compared)."""
+    figure = METRIC_FIGURES[row.metric]
+    result: dict[str, Any] = {
+        "case_id": row.case_id,
+        "source": row.source,
+        "model": row.model,
+        "task": row.task,
+        "gpu": row.gpu,
+        "num_gpus": row.num_gpus,
+        "metric": row.metric,
+        "compared_with": figure.field,
+        "outcome": row.outcome,
+        "comparable": row.comparable,
+        "truth_bytes": row.measured_bytes,
+        "estimate_bytes": None,
+        "total_bytes": None,
+        "card_bytes": None,
+        "error_pct": None,
+        "estimate_exceeds_card": None,
+        "error": None,
+    }
+    try:
+        scenario = to_scenario(row)
+        est = estimator(scenario)
+    except (ScenarioError, ValueError, KeyError, NotImplementedError) as exc:
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        return result
+    result["estimate_bytes"] = figure.read(est)
+    result["total_bytes"] = est.per_gpu.total_bytes
+    result["card_bytes"] = est.gpu.memory_bytes
+    if row.outcome == "measured" and row.measured_bytes:
+        result["error_pct"] = _signed_error_pct(result["estimate_bytes"], row.measured_bytes)
+    if row.outcome == "oom":
+        result["estimate_exceeds_card"] = est.per_gpu.total_bytes > est.gpu.memory_bytes
+    return result
+
+
+def published_rows(
+    estimator: Callable[[Scenario], Estimate] | None = None, path: Path = DATA_CSV
+) -> list[dict[str, Any]]:
+    """Every published measurement compared with the estimator (see `compare_row` for the keys)."""
+    run = estimator or _default_estimator()
+    return [compare_row(row, run) for row in load_rows(path)]
+
+
+def _nearest_rank(sorted_values: list[float], q: float) -> float:
+    # nearest-rank percentile: the smallest value with at least q of the data at or below it
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
+
+
+def summarize(results: list[dict[str, Any]], *, comparable_only: bool = True) -> dict[str, Any]:
+    """median / p90 absolute error, worst case, underestimates beyond 5%, OOM rows the estimate missed."""
+    pool = [r for r in results if r["comparable"] or not comparable_only]
+    scored = [r for r in pool if r["error_pct"] is not None]
+    errors = sorted(abs(r["error_pct"]) for r in scored)
+    worst = max(scored, key=lambda r: abs(r["error_pct"]), default=None)
+    ooms = [r for r in pool if r["outcome"] == "oom" and r["estimate_exceeds_card"] is not None]
+    return {
+        "scope": "comparable rows" if comparable_only else "all rows",
+        "cases": len(scored),
+        "errors": sum(1 for r in pool if r["error"]),
+        "median_abs_error_pct": statistics.median(errors) if errors else None,
+        "p90_abs_error_pct": _nearest_rank(errors, 0.9) if errors else None,
+        "mean_signed_error_pct": statistics.fmean(r["error_pct"] for r in scored) if scored else None,
+        "worst_case": worst["case_id"] if worst else None,
+        "worst_error_pct": worst["error_pct"] if worst else None,
+        "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
+        "oom_rows": len(ooms),
+        "oom_rows_estimated_to_fit": sum(1 for r in ooms if not r["estimate_exceeds_card"]),
+    }
+
+
+# ----------------------------------------------------------------------------- printing
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / GiB:.2f}"
+
+
+def format_table(results: list[dict[str, Any]]) -> str:
+    head = f"{'case':<58} {'metric':<9} {'truth GiB':>9} {'est GiB':>8} {'error':>8}  note"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        if r["error"]:
+            err, note = "-", r["error"][:60]
+        elif r["outcome"] == "oom":
+            err = "OOM"
+            note = "estimate exceeds card" if r["estimate_exceeds_card"] else "MISSED: estimate fits the card"
+        else:
+            err, note = f"{r['error_pct']:+.1f}%", ""
+        if not r["comparable"]:
+            note = ("(not in summary) " + note).strip()
+        lines.append(
+            f"{r['case_id']:<58} {r['metric']:<9} {_gib(r['truth_bytes']):>9} "
+            f"{_gib(r['estimate_bytes']):>8} {err:>8}  {note}"
+        )
+    return "\n".join(lines)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    if not summary["cases"]:
+        return f"{summary['scope']}: no scored cases ({summary['errors']} rows could not be estimated)"
+    return (
+        f"{summary['scope']}: {summary['cases']} cases, median |error| {summary['median_abs_error_pct']:.1f}%, "
+        f"p90 {summary['p90_abs_error_pct']:.1f}%, worst {summary['worst_error_pct']:+.1f}% "
+        f"({summary['worst_case']}), underestimates beyond 5%: {summary['underestimates_beyond_5pct']}, "
+        f"OOM rows estimated to fit: {summary['oom_rows_estimated_to_fit']}/{summary['oom_rows']}, "
+        f"rows not estimable: {summary['errors']}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
+    parser.add_argument("--data", type=Path, default=DATA_CSV, help="published measurements CSV")
+    args = parser.parse_args(argv)
+    results = published_rows(path=args.data)
+    summaries = [summarize(results), summarize(results, comparable_only=False)]
+    if args.json:
+        print(json.dumps({"rows": results, "summary": summaries}, indent=2))
+        return 0
+    print(format_table(results))
+    print()
+    for summary in summaries:
+        print(format_summary(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,591 @@
+"""GPU check: run the accuracy cases for real on a CUDA card and compare with the estimator.
+
+For each case (a `tools.scenario.Scenario`), the real Hugging Face model is built from the catalog
+architecture with random weights directly on the GPU (`tools/trace/build.py`), and the same program
+the CPU tracer runs (`tools/trace/steps.py`) is executed:
+
+- training (full_finetune / pretrain / lora): `model(input_ids, labels=input_ids).loss`, backward,
+  `torch.optim.AdamW(fused=True)` step, `zero_grad(set_to_none=True)`, two steps (optimizer states
+  appear at step 1); recipes fp32, amp (fp32 weights + bf16 autocast), bf16 (pure bf16);
+  LoRA through PEFT (`lora_alpha = 2r`, dropout 0); gradient checkpointing with `use_reentrant=False`;
+- inference: prefill with `logits_to_keep=1`, then greedy decode steps, under `torch.no_grad()`.
+
+Measured per case, from a clean allocator (`empty_cache` + `reset_peak_memory_stats` before the
+model is built, so weights are inside the peak):
+- `torch.cuda.max_memory_allocated()`: compared with the estimate's `per_gpu.tensor_peak_bytes`;
+- `torch.cuda.max_memory_reserved()`: the caching allocator's segments (allocated + cached slack);
+- device memory used as NVML reports it (`pynvml`, else `nvidia-smi --query-gpu=memory.used`),
+  sampled every few milliseconds in a background thread, minus what was in use before this process
+  touched CUDA: the process's nvidia-smi footprint (CUDA context included), compared with
+  `per_gpu.total_bytes`. Sampling can miss a spike shorter than the interval.
+
+Cases the estimate says do not fit the card, and cases this script cannot run on one card
+(several GPUs, ZeRO/TP/PP, QLoRA and 8-bit optimizers without bitsandbytes), are recorded as
+skipped with the reason; a CUDA out-of-memory error is recorded as a measured OOM. `--max-minutes`
+caps the run: cases not started in time are recorded as skipped.
+
+    python -m benchmarks.gpu_measure --out gpu_measure.csv             # on a CUDA machine
+    python -m benchmarks.gpu_measure --dry-run --out /tmp/cases.csv    # anywhere: cases + estimates
+
+Writes the table as CSV (`--out`) and Markdown (same path, `.md`), and prints the Markdown.
+`--dry-run` never imports torch: it lists the cases with the estimator's figures.
+Needs the project installed with the [trace] extra (torch, transformers, peft) for real runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.errors import ScenarioError
+from tools.result import Estimate
+from tools.scenario import Scenario
+from tools.units import GiB
+
+FIT_FRACTION = 0.97  # skip a case whose estimated total exceeds this share of the card (no OOM storms)
+NVML_INTERVAL_S = 0.002
+TRAIN_STEPS = 2  # tools/trace/steps.py: steps 1 and 2 (optimizer states appear at step 1)
+DEFAULT_NEW_TOKENS = 4  # tools/trace/steps.py TraceRequest.max_new_tokens
+SINGLE_CARD_TASKS = ("full_finetune", "pretrain", "lora", "inference")
+
+COLUMNS = (
+    "case_id",
+    "model",
+    "task",
+    "recipe",
+    "batch_size",
+    "seq_len",
+    "gradient_checkpointing",
+    "attention",
+    "lora_rank",
+    "status",
+    "reason",
+    "est_tensor_peak_bytes",
+    "est_total_bytes",
+    "allocated_peak_bytes",
+    "reserved_peak_bytes",
+    "nvml_peak_bytes",
+    "error_allocated_pct",
+    "error_nvml_pct",
+    "seconds",
+)
+
+
+# ----------------------------------------------------------------------------- cases
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    scenario: Scenario
+
+
+def _case(case_id: str, **fields: Any) -> Case:
+    return Case(case_id, Scenario.model_validate({"gpu": "h200", "num_gpus": 1, **fields}))
+
+
+def builtin_cases() -> list[Case]:
+    """A matrix that runs on one 80-141 GB card in a few minutes: dense GQA/MHA and MoE, full/LoRA/inference,
+    fp32/amp/bf16 recipes, checkpointing on/off, batch 1..8, sequence 512..8192."""
+    return [
+        _case("qwen2.5-0.5b-full-amp-b4-s1024", model="qwen2.5-0.5b", task="full_finetune",
+              precision_recipe="amp", batch_size=4, seq_len=1024, gradient_checkpointing=False),
+        _case("qwen2.5-0.5b-full-fp32-b2-s512", model="qwen2.5-0.5b", task="full_finetune",
+              precision_recipe="fp32", batch_size=2, seq_len=512, gradient_checkpointing=False),
+        _case("llama-3.2-1b-full-bf16-b8-s1024", model="llama-3.2-1b", task="full_finetune",
+              precision_recipe="bf16", batch_size=8, seq_len=1024, gradient_checkpointing=False),
+        _case("llama-3.2-1b-full-amp-b4-s2048-gc", model="llama-3.2-1b", task="full_finetune",
+              precision_recipe="amp", batch_size=4, seq_len=2048, gradient_checkpointing=True),
+        _case("qwen2.5-1.5b-full-bf16-b2-s4096-gc", model="qwen2.5-1.5b", task="full_finetune",
+              precision_recipe="bf16", batch_size=2, seq_len=4096, gradient_checkpointing=True),
+        _case("llama-3.2-3b-full-bf16-b2-s2048", model="llama-3.2-3b", task="full_finetune",
+              precision_recipe="bf16", batch_size=2, seq_len=2048, gradient_checkpointing=False),
+        _case("llama-3.1-8b-full-bf16-b1-s2048-gc", model="llama-3.1-8b", task="full_finetune",
+              precision_recipe="bf16", batch_size=1, seq_len=2048, gradient_checkpointing=True),
+        _case("llama-3.1-8b-lora16-b4-s2048", model="llama-3.1-8b", task="lora", weight_dtype="bf16",
+              lora_rank=16, lora_targets=["q_proj", "v_proj"], batch_size=4, seq_len=2048,
+              gradient_checkpointing=False),
+        _case("mistral-7b-lora64-all-b2-s4096-gc", model="mistral-7b", task="lora", weight_dtype="bf16",
+              lora_rank=64, lora_targets=["all-linear"], batch_size=2, seq_len=4096,
+              gradient_checkpointing=True),
+        _case("qwen2.5-7b-lora8-b1-s8192-gc", model="qwen2.5-7b", task="lora", weight_dtype="bf16",
+              lora_rank=8, lora_targets=["q_proj", "v_proj"], batch_size=1, seq_len=8192,
+              gradient_checkpointing=True),
+        _case("qwen1.5-moe-a2.7b-lora8-b2-s1024", model="qwen1.5-moe-a2.7b", task="lora",
+              weight_dtype="bf16", lora_rank=8, lora_targets=["q_proj", "v_proj"], batch_size=2,
+              seq_len=1024, gradient_checkpointing=False),
+        _case("llama-3.1-8b-infer-b8-s4096", model="llama-3.1-8b", task="inference", weight_dtype="bf16",
+              batch_size=8, seq_len=4096),
+        _case("qwen2.5-7b-infer-b1-s8192", model="qwen2.5-7b", task="inference", weight_dtype="bf16",
+              batch_size=1, seq_len=8192),
+        _case("gemma-2-9b-infer-b4-s2048", model="gemma-2-9b", task="inference", weight_dtype="bf16",
+              batch_size=4, seq_len=2048),
+        _case("llama-3.1-70b-infer-b1-s1024", model="llama-3.1-70b", task="inference", weight_dtype="bf16",
+              batch_size=1, seq_len=1024),
+        _case("llama-3.1-70b-full-bf16-b1-s1024", model="llama-3.1-70b", task="full_finetune",
+              precision_recipe="bf16", batch_size=1, seq_len=1024, gradient_checkpointing=True),
+    ]  # fmt: skip
+
+
+def default_cases() -> list[Case]:
+    """The accuracy matrix's single-card cases when benchmarks/accuracy exposes them, else `builtin_cases()`."""
+    try:
+        from benchmarks.accuracy import matrix  # type: ignore[attr-defined]
+    except ImportError:
+        return builtin_cases()
+    cases = getattr(matrix, "gpu_cases", None) or getattr(matrix, "cases", None)
+    if cases is None:
+        return builtin_cases()
+    out: list[Case] = []
+    for item in cases():
+        case_id = getattr(item, "case_id", None) or getattr(item, "id", None) or getattr(item, "name", "")
+        scenario = getattr(item, "scenario", item)
+        if isinstance(scenario, Scenario):
+            out.append(Case(str(case_id), scenario))
+    return out or builtin_cases()
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class Measurement:
+    case_id: str
+    scenario: Scenario
+    status: str  # dry-run | measured | oom | skipped | error
+    reason: str = ""
+    est_tensor_peak_bytes: int | None = None
+    est_total_bytes: int | None = None
+    allocated_peak_bytes: int | None = None
+    reserved_peak_bytes: int | None = None
+    nvml_peak_bytes: int | None = None
+    seconds: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def _error(estimate: int | None, truth: int | None) -> float | None:
+        if estimate is None or not truth:
+            return None
+        return (estimate - truth) / truth * 100.0
+
+    def row(self) -> dict[str, Any]:
+        s = self.scenario
+        return {
+            "case_id": self.case_id,
+            "model": s.model or "(architecture)",
+            "task": s.task,
+            "recipe": s.precision_recipe if s.task != "inference" else s.weight_dtype,
+            "batch_size": s.batch_size,
+            "seq_len": s.seq_len,
+            "gradient_checkpointing": s.gradient_checkpointing,
+            "attention": s.attention,
+            "lora_rank": s.lora_rank,
+            "status": self.status,
+            "reason": self.reason,
+            "est_tensor_peak_bytes": self.est_tensor_peak_bytes,
+            "est_total_bytes": self.est_total_bytes,
+            "allocated_peak_bytes": self.allocated_peak_bytes,
+            "reserved_peak_bytes": self.reserved_peak_bytes,
+            "nvml_peak_bytes": self.nvml_peak_bytes,
+            "error_allocated_pct": self._error(self.est_tensor_peak_bytes, self.allocated_peak_bytes),
+            "error_nvml_pct": self._error(self.est_total_bytes, self.nvml_peak_bytes),
+            "seconds": None if self.seconds is None else round(self.seconds, 2),
+        }
+
+
+def _from_estimate(case_id: str, est: Estimate, status: str, reason: str = "") -> Measurement:
+    return Measurement(
+        case_id,
+        est.scenario,
+        status,
+        reason,
+        est_tensor_peak_bytes=est.per_gpu.tensor_peak_bytes,
+        est_total_bytes=est.per_gpu.total_bytes,
+    )
+
+
+def _estimate(scenario: Scenario) -> Estimate:
+    from tools.estimator import estimate
+
+    return estimate(scenario, plan=False)
+
+
+def _single_card_reason(s: Scenario) -> str | None:
+    """Why this one-card script cannot run the scenario as stated (None: it can)."""
+    if s.task not in SINGLE_CARD_TASKS:
+        return f"task {s.task} is not run by this script ({', '.join(SINGLE_CARD_TASKS)})"
+    if (s.num_gpus or 1) > 1 or (s.tp or 1) > 1 or (s.pp or 1) > 1 or (s.zero_stage or 0) > 0:
+        return "needs several GPUs (num_gpus/tp/pp/zero_stage): one card here"
+    if s.weight_dtype in ("int8", "int4", "nf4", "fp8"):
+        return f"{s.weight_dtype} weights need a quantised load path (bitsandbytes/GPTQ), not in this script"
+    if s.optimizer not in (None, "adamw"):
+        return f"optimizer {s.optimizer}: only torch AdamW (fused) is run, as in tools/trace/steps.py"
+    if s.offload_optimizer not in (None, "none") or s.offload_params not in (None, "none"):
+        return "CPU/NVMe offload is not run by this script"
+    return None
+
+
+# ----------------------------------------------------------------------------- NVML
+class DeviceMemorySampler:
+    """Peak device memory in use (NVML / nvidia-smi), sampled in a background thread."""
+
+    def __init__(self, index: int = 0, interval_s: float = NVML_INTERVAL_S) -> None:
+        self.index = index
+        self.interval_s = interval_s
+        self.source = "none"
+        self._read: Callable[[], int] | None = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            self._read = lambda: int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+            self.source = "pynvml"
+        except Exception:  # no pynvml / no NVML: fall back to the nvidia-smi binary
+            if shutil.which("nvidia-smi"):
+                self._read = self._nvidia_smi
+                self.source = "nvidia-smi"
+                self.interval_s = max(interval_s, 0.05)
+        self.baseline = self.read()
+
+    def _nvidia_smi(self) -> int:
+        out = subprocess.run(
+            ["nvidia-smi", f"--id={self.index}", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+        return int(float(out.strip().splitlines()[0]) * 2**20)  # MiB
+
+    def read(self) -> int | None:
+        return self._read() if self._read else None
+
+    @contextmanager
+    def peak(self) -> Iterator[dict[str, int | None]]:
+        """Yields a dict whose 'peak' is the highest reading above the pre-CUDA baseline, set on exit."""
+        result: dict[str, int | None] = {"peak": None}
+        if self._read is None or self.baseline is None:
+            yield result
+            return
+        stop = threading.Event()
+        highest = [self.read() or 0]
+
+        def poll() -> None:
+            while not stop.is_set():
+                highest[0] = max(highest[0], self.read() or 0)
+                stop.wait(self.interval_s)
+
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            yield result
+        finally:
+            stop.set()
+            thread.join()
+            highest[0] = max(highest[0], self.read() or 0)
+            result["peak"] = highest[0] - self.baseline
+
+
+# ----------------------------------------------------------------------------- the programs
+def _model_dtype(s: Scenario) -> str:
+    # tools/trace/steps.py _model_dtype: inference and LoRA load weights as weight_dtype; full FT by recipe
+    if s.task in ("inference", "lora"):
+        return s.weight_dtype if s.weight_dtype in ("fp32", "bf16", "fp16") else "bf16"
+    return {"fp32": "fp32", "amp": "fp32"}.get(s.precision_recipe or "bf16", "bf16")
+
+
+def _apply_lora(model: Any, s: Scenario) -> Any:
+    from peft import LoraConfig, get_peft_model
+
+    targets: Any = list(s.lora_targets or ["q_proj", "v_proj"])
+    if targets == ["all-linear"]:
+        targets = "all-linear"  # PEFT: every linear except the output layer
+    rank = int(s.lora_rank or 8)
+    config = LoraConfig(
+        r=rank,
+        lora_alpha=2 * rank,
+        target_modules=targets,
+        lora_dropout=0.0,
+        use_dora=s.dora,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)
+
+
+def _train(model: Any, s: Scenario, device: str) -> None:
+    import torch
+
+    model.train()
+    if s.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if s.task == "lora":
+            model.enable_input_require_grads()
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    # transformers Trainer default optim adamw_torch_fused (tools/trace/steps.py does the same)
+    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=device == "cuda")
+    ids = torch.randint(
+        0, model.config.vocab_size, (int(s.batch_size or 1), int(s.seq_len or 512)), device=device
+    )
+    amp = s.precision_recipe == "amp" and s.task != "lora"
+    for _ in range(TRAIN_STEPS):
+        ctx = torch.autocast(device, dtype=torch.bfloat16) if amp else nullcontext()
+        with ctx:
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        del loss
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    del optimizer
+
+
+def _generate(model: Any, s: Scenario, device: str) -> None:
+    import torch
+
+    model.eval()
+    new_tokens = int(s.max_new_tokens or DEFAULT_NEW_TOKENS)
+    prompt = max(1, int(s.seq_len or 512) - new_tokens)
+    with torch.no_grad():
+        ids = torch.randint(0, model.config.vocab_size, (int(s.batch_size or 1), prompt), device=device)
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
+        del out
+        for _ in range(new_tokens):
+            out = model(input_ids=next_ids, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
+            del out
+
+
+def run_program(s: Scenario, device: str) -> None:
+    """Build the model on `device` (random weights) and run the scenario's program once."""
+    import torch
+
+    from tools.catalog.models import find_model
+    from tools.trace.build import build_model
+
+    arch = s.architecture or find_model(str(s.model)).architecture
+    attention = "eager" if s.attention == "eager" else "sdpa"
+    with torch.device(device):
+        model = build_model(arch, _model_dtype(s), attention, fake_mode=None)
+    if s.task == "lora":
+        model = _apply_lora(model, s)
+    if s.task == "inference":
+        _generate(model, s, device)
+    else:
+        _train(model, s, device)
+    del model
+
+
+def _clean(torch: Any) -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def measure_case(case: Case, est: Estimate, sampler: DeviceMemorySampler | None, device: str) -> Measurement:
+    """Run one case on `device` and record its peaks (CUDA figures only on a CUDA device)."""
+    import torch
+
+    s = est.scenario
+    m = _from_estimate(case.case_id, est, "measured")
+    _clean(torch)
+    t0 = time.perf_counter()
+    peak_ctx = sampler.peak() if sampler is not None else nullcontext({"peak": None})
+    try:
+        with peak_ctx as nvml:
+            run_program(s, device)
+            if device == "cuda":
+                torch.cuda.synchronize()
+    except torch.cuda.OutOfMemoryError as exc:
+        m.status, m.reason = "oom", f"CUDA out of memory: {str(exc).splitlines()[0][:160]}"
+    except (RuntimeError, ValueError, ScenarioError) as exc:
+        m.status, m.reason = "error", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    m.seconds = time.perf_counter() - t0
+    if device == "cuda":
+        m.allocated_peak_bytes = int(torch.cuda.max_memory_allocated())
+        m.reserved_peak_bytes = int(torch.cuda.max_memory_reserved())
+        m.nvml_peak_bytes = nvml["peak"] if isinstance(nvml, dict) else None
+    else:
+        m.reason = m.reason or "CPU run: program checked, no CUDA memory figures"
+    _clean(torch)
+    return m
+
+
+# ----------------------------------------------------------------------------- driver
+def plan_cases(
+    cases: list[Case], card_bytes: int | None
+) -> list[tuple[Case, Estimate | None, Measurement | None]]:
+    """Estimate every case; a Measurement is already final for cases that will not run."""
+    out: list[tuple[Case, Estimate | None, Measurement | None]] = []
+    for case in cases:
+        try:
+            est = _estimate(case.scenario)
+        except ScenarioError as exc:
+            out.append(
+                (case, None, Measurement(case.case_id, case.scenario, "skipped", f"not estimable: {exc}"))
+            )
+            continue
+        s = est.scenario
+        reason = _single_card_reason(s)
+        if reason is None and card_bytes is not None and est.per_gpu.total_bytes > FIT_FRACTION * card_bytes:
+            reason = (
+                f"estimate {est.per_gpu.total_bytes / GiB:.1f} GiB does not fit this card "
+                f"({card_bytes / GiB:.1f} GiB)"
+            )
+        out.append(
+            (case, est, None if reason is None else _from_estimate(case.case_id, est, "skipped", reason))
+        )
+    return out
+
+
+def run(
+    cases: list[Case],
+    *,
+    dry_run: bool,
+    max_minutes: float,
+    device: str = "cuda",
+    card_bytes: int | None = None,
+) -> tuple[list[Measurement], dict[str, str]]:
+    """Measure (or, with dry_run, only estimate) the cases; returns the rows and the environment."""
+    env: dict[str, str] = {"mode": "dry-run" if dry_run else device}
+    sampler: DeviceMemorySampler | None = None
+    if not dry_run:
+        # NVML baseline first: before this process creates its CUDA context
+        sampler = DeviceMemorySampler() if device == "cuda" else None
+        import torch
+
+        env["torch"] = torch.__version__
+        if device == "cuda":
+            if not torch.cuda.is_available():
+                raise SystemExit("gpu_measure: no CUDA device (use --dry-run to list the cases)")
+            props = torch.cuda.get_device_properties(0)
+            card_bytes = int(props.total_memory)
+            env["gpu"] = props.name
+            env["gpu_memory_gib"] = f"{card_bytes / GiB:.1f}"
+            env["nvml_source"] = sampler.source if sampler else "none"
+        try:
+            import transformers
+
+            env["transformers"] = transformers.__version__
+        except ImportError:
+            pass
+    results: list[Measurement] = []
+    deadline = time.monotonic() + max_minutes * 60.0
+    for case, est, final in plan_cases(cases, card_bytes):
+        if final is not None:
+            results.append(final)
+        elif est is None:
+            continue
+        elif dry_run:
+            results.append(_from_estimate(case.case_id, est, "dry-run"))
+        elif time.monotonic() > deadline:
+            results.append(
+                _from_estimate(case.case_id, est, "skipped", f"--max-minutes {max_minutes:g} reached")
+            )
+        else:
+            m = measure_case(case, est, sampler, device)
+            print(f"[gpu_measure] {m.case_id}: {m.status} {m.reason}", file=sys.stderr, flush=True)
+            results.append(m)
+    return results, env
+
+
+def _gib(n: Any) -> str:
+    return "" if n is None else f"{n / GiB:.2f}"
+
+
+def _pct(x: Any) -> str:
+    return "" if x is None else f"{x:+.1f}%"
+
+
+def to_markdown(results: list[Measurement], env: dict[str, str]) -> str:
+    lines = [
+        "# GPU memory: measured vs estimated",
+        "",
+        "Environment: " + ", ".join(f"{k} {v}" for k, v in env.items()),
+        "",
+        "Allocated = torch.cuda.max_memory_allocated (vs estimate tensor peak); reserved = "
+        "max_memory_reserved; NVML = device memory used above the pre-CUDA baseline (vs estimate total).",
+        "",
+        "| case | status | est. tensor peak GiB | allocated GiB | error | reserved GiB | est. total GiB "
+        "| NVML GiB | error | s | note |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for m in results:
+        r = m.row()
+        lines.append(
+            f"| {r['case_id']} | {r['status']} | {_gib(r['est_tensor_peak_bytes'])} | "
+            f"{_gib(r['allocated_peak_bytes'])} | {_pct(r['error_allocated_pct'])} | "
+            f"{_gib(r['reserved_peak_bytes'])} | {_gib(r['est_total_bytes'])} | {_gib(r['nvml_peak_bytes'])} | "
+            f"{_pct(r['error_nvml_pct'])} | {r['seconds'] if r['seconds'] is not None else ''} | "
+            f"{r['reason'].replace('|', '/')} |"
+        )
+    measured = [m.row() for m in results if m.status == "measured" and m.allocated_peak_bytes]
+    if measured:
+        errors = sorted(abs(r["error_allocated_pct"]) for r in measured)
+        lines += [
+            "",
+            f"Measured cases: {len(measured)}; median |error| vs allocated {errors[len(errors) // 2]:.1f}%, "
+            f"worst {max(errors):.1f}%; underestimates beyond 5%: "
+            f"{sum(1 for r in measured if r['error_allocated_pct'] < -5)}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(results: list[Measurement], env: dict[str, str], out: Path) -> tuple[Path, Path]:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    csv_path = out if out.suffix == ".csv" else out.with_suffix(".csv")
+    md_path = csv_path.with_suffix(".md")
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for m in results:
+            writer.writerow({k: ("" if v is None else v) for k, v in m.row().items()})
+    md_path.write_text(to_markdown(results, env), encoding="utf-8")
+    return csv_path, md_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Measure the accuracy cases on a CUDA GPU")
+    parser.add_argument("--out", type=Path, default=Path("gpu_measure.csv"), help="CSV path (.md beside it)")
+    parser.add_argument("--dry-run", action="store_true", help="list cases and estimates; no torch, no GPU")
+    parser.add_argument("--max-minutes", type=float, default=8.0, help="stop starting new cases after this")
+    parser.add_argument("--cases", default=None, help="comma-separated case ids to run (default: all)")
+    parser.add_argument(
+        "--device", default="cuda", choices=["cuda", "cpu"], help="cpu: check the programs only"
+    )
+    parser.add_argument(
+        "--card-gib", type=float, default=None, help="dry run: card size for the fit check (default: none)"
+    )
+    args = parser.parse_args(argv)
+    cases = default_cases()
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        unknown = wanted - {c.case_id for c in cases}
+        if unknown:
+            print(f"gpu_measure: unknown case ids: {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        cases = [c for c in cases if c.case_id in wanted]
+    card = int(args.card_gib * GiB) if args.card_gib else None
+    results, env = run(
+        cases, dry_run=args.dry_run, max_minutes=args.max_minutes, device=args.device, card_bytes=card
+    )
+    csv_path, md_path = write_outputs(results, env, args.out)
+    print(md_path.read_text(encoding="utf-8"))
+    print(json.dumps({"csv": str(csv_path), "markdown": str(md_path), "cases": len(results)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""Load: concurrent chat streams on the offline path against a real uvicorn on 127.0.0.1.
+
+Starts `vramwise serve` as a subprocess on a free loopback port (offline agent, SQLite in a
+temp dir), opens N concurrent `POST /v1/chat` streams (a mix of English and Chinese questions,
+each a new conversation, plus follow-ups in the same conversation when --follow-ups is set),
+and prints p50/p99 time to the first SSE event and to `done`, errors, and the service's peak
+RSS (VmHWM from /proc). Target from issue 5 on the 2-core box: 200 concurrent streams,
+0 errors, p99 time to first event < 250 ms. Printed figures, no asserts.
+
+Run: `python benchmarks/load_chat.py [--concurrency 200] [--rounds 1] [--json]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+TARGET_STREAMS = 200
+TARGET_P99_FIRST_EVENT_MS = 250.0
+QUESTIONS = [
+    "Can I run Llama-2-7B inference on one RTX 4090?",
+    "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?",
+    "Qwen2.5-7B inference with 8k context, batch 8, on an A100 80GB",
+    "用一张 4090 跑 Llama-2-7B 推理需要多少显存？",
+    "Full fine-tune of Llama-2-13B with AdamW on 8 A100 80GB with ZeRO-3",
+    "QLoRA fine-tuning Llama-2-70B on one A100 80GB, batch 1, 2048 tokens",
+]
+
+
+@dataclass
+class StreamResult:
+    first_event_ms: float | None = None
+    done_ms: float | None = None
+    events: int = 0
+    error: str | None = None
+
+
+@dataclass
+class Report:
+    concurrency: int
+    rounds: int
+    streams: int
+    errors: int
+    first_event_p50_ms: float
+    first_event_p99_ms: float
+    done_p50_ms: float
+    done_p99_ms: float
+    wall_s: float
+    streams_per_s: float
+    peak_rss_mib: float
+    rss_after_mib: float
+    error_samples: list[str] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def proc_memory_mib(pid: int) -> tuple[float, float]:
+    """(peak RSS = VmHWM, current RSS = VmRSS) of a process, MiB, from /proc/<pid>/status."""
+    fields: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                fields[key] = int(rest.split()[0]) / 1024  # kB -> MiB
+    return fields.get("VmHWM", float("nan")), fields.get("VmRSS", float("nan"))
+
+
+async def one_stream(client: httpx.AsyncClient, body: dict[str, object]) -> tuple[StreamResult, str | None]:
+    result = StreamResult()
+    conversation_id: str | None = None
+    start = time.perf_counter()
+    event = None
+    try:
+        async with client.stream("POST", "/v1/chat", json=body) as resp:
+            if resp.status_code != 200:
+                result.error = f"HTTP {resp.status_code}: {(await resp.aread())[:200]!r}"
+                return result, None
+            async for line in resp.aiter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    result.events += 1
+                    if result.first_event_ms is None:
+                        result.first_event_ms = (time.perf_counter() - start) * 1000
+                    if event == "meta":
+                        conversation_id = json.loads(line[5:])["conversation_id"]
+                    elif event == "done":
+                        result.done_ms = (time.perf_counter() - start) * 1000
+                        break
+                    elif event == "error":
+                        result.error = f"error event: {line[5:].strip()[:200]}"
+                        break
+        if result.done_ms is None and result.error is None:
+            result.error = "stream ended without done"
+    except Exception as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+    return result, conversation_id
+
+
+async def run_load(base_url: str, concurrency: int, rounds: int, timeout_s: float) -> list[StreamResult]:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    timeout = httpx.Timeout(timeout_s, connect=timeout_s)
+    results: list[StreamResult] = []
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+        conversations: list[str | None] = [None] * concurrency
+        for r in range(rounds):
+            bodies = []
+            for i in range(concurrency):
+                if r == 0 or conversations[i] is None:
+                    bodies.append({"message": QUESTIONS[i % len(QUESTIONS)]})
+                else:  # a follow-up in the same stored conversation
+                    bodies.append(
+                        {"message": "what about with a batch of 4?", "conversation_id": conversations[i]}
+                    )
+            outcomes = await asyncio.gather(*(one_stream(client, b) for b in bodies))
+            for i, (res, cid) in enumerate(outcomes):
+                results.append(res)
+                if cid is not None and r == 0:
+                    conversations[i] = cid
+    return results
+
+
+def start_server(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(
+        VRAMWISE_AGENT="offline",
+        VRAMWISE_DATABASE_URL=f"sqlite+aiosqlite:///{workdir / 'load.sqlite3'}",
+        VRAMWISE_OPENAI_API_KEY="",
+        VRAMWISE_OPENAI_BASE_URL="",
+    )
+    log = open(workdir / "server.log", "wb")  # noqa: SIM115 -- lives as long as the server
+    return subprocess.Popen(
+        [exe, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def wait_ready(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{base_url}/readyz", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("server did not become ready")
+
+
+def summarise(
+    results: list[StreamResult], concurrency: int, rounds: int, wall_s: float, mem: tuple[float, float]
+) -> Report:
+    ok_first = [r.first_event_ms for r in results if r.first_event_ms is not None]
+    ok_done = [r.done_ms for r in results if r.done_ms is not None]
+    errors = [r.error for r in results if r.error]
+    return Report(
+        concurrency=concurrency,
+        rounds=rounds,
+        streams=len(results),
+        errors=len(errors),
+        first_event_p50_ms=round(statistics.median(ok_first), 1) if ok_first else float("nan"),
+        first_event_p99_ms=round(percentile(ok_first, 99), 1),
+        done_p50_ms=round(statistics.median(ok_done), 1) if ok_done else float("nan"),
+        done_p99_ms=round(percentile(ok_done, 99), 1),
+        wall_s=round(wall_s, 2),
+        streams_per_s=round(len(results) / wall_s, 1) if wall_s else 0.0,
+        peak_rss_mib=round(mem[0], 1),
+        rss_after_mib=round(mem[1], 1),
+        error_samples=errors[:5],
+    )
+
+
+def print_report(rep: Report) -> None:
+    first_ok = rep.first_event_p99_ms < TARGET_P99_FIRST_EVENT_MS
+    print(
+        f"chat load: {rep.streams} streams ({rep.concurrency} concurrent x {rep.rounds} round(s)) in {rep.wall_s} s"
+    )
+    print(f"  {'figure':<28}{'value':>12}   target")
+    print(f"  {'errors':<28}{rep.errors:>12}   0 {'ok' if rep.errors == 0 else 'MISSED'}")
+    print(f"  {'first event p50 (ms)':<28}{rep.first_event_p50_ms:>12}")
+    print(
+        f"  {'first event p99 (ms)':<28}{rep.first_event_p99_ms:>12}   < {TARGET_P99_FIRST_EVENT_MS:g} {'ok' if first_ok else 'MISSED'}"
+    )
+    print(f"  {'done p50 (ms)':<28}{rep.done_p50_ms:>12}")
+    print(f"  {'done p99 (ms)':<28}{rep.done_p99_ms:>12}")
+    print(f"  {'streams per second':<28}{rep.streams_per_s:>12}")
+    print(f"  {'service peak RSS (MiB)':<28}{rep.peak_rss_mib:>12}")
+    print(f"  {'service RSS after (MiB)':<28}{rep.rss_after_mib:>12}")
+    for e in rep.error_samples:
+        print(f"  error: {e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--concurrency", type=int, default=TARGET_STREAMS, help="concurrent streams (default 200)")
+    p.add_argument(
+        "--rounds", type=int, default=1, help="rounds; rounds after the first ask follow-ups (default 1)"
+    )
+    p.add_argument("--timeout", type=float, default=120.0, help="per-stream timeout, seconds")
+    p.add_argument("--warmup", type=int, default=5, help="sequential warm-up streams before timing")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    if not 1 <= args.concurrency <= 2000 or not 1 <= args.rounds <= 20:
+        print("load_chat: --concurrency must be 1-2000 and --rounds 1-20", file=sys.stderr)
+        return 2
+
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="vramwise-load-") as tmp:
+        proc = start_server(port, Path(tmp))
+        try:
+            wait_ready(base_url, proc)
+            if args.warmup:
+                asyncio.run(run_load(base_url, 1, args.warmup, args.timeout))
+            t0 = time.perf_counter()
+            results = asyncio.run(run_load(base_url, args.concurrency, args.rounds, args.timeout))
+            wall = time.perf_counter() - t0
+            mem = proc_memory_mib(proc.pid)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    rep = summarise(results, args.concurrency, args.rounds, wall, mem)
+    if args.json:
+        print(json.dumps(asdict(rep)))
+    else:
+        print_report(rep)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""The LLM agent: LangChain `create_agent` over the estimator tools, grounded and with a fallback.
+
+One request: build the tools (recording into a per-request ToolRecorder), a chat model (fresh
+HTTP clients), and the agent graph; stream it with `stream_mode="messages"`. LLM text passes
+through a GroundingGate sentence by sentence, so only checked text reaches the user. A tool run
+becomes a ScenarioEvent + EstimateEvent. On an ungrounded figure the LLM stream stops, a
+`grounding` notice follows and the templated explanation answers; on an endpoint failure
+(timeout, 5xx, 429, connection refused, arguments the model cannot fix) the offline agent answers
+after an `llm_unavailable` notice. The question is never lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+
+from service.agent.base import Agent, ConversationState
+from service.agent.events import (
+    AgentEvent,
+    Answer,
+    DoneEvent,
+    EstimateEvent,
+    Language,
+    NoticeEvent,
+    ScenarioEvent,
+    TokenEvent,
+)
+from service.agent.llm.endpoint import ChatModelHandle
+from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
+from service.agent.llm.tools import ToolRecorder, build_tools
+from service.agent.offline.language import detect_language
+from service.agent.prompt_files import read_prompt
+from tools.result import Estimate
+
+logger = logging.getLogger("vramwise.llm")
+
+MAX_HISTORY_TURNS = 12  # the last 6 exchanges feed a follow-up
+RECURSION_LIMIT = 24  # graph steps per request: a few tool rounds, then the answer
+
+
+class _ToolGuard(AgentMiddleware):
+    """Counts failed tool calls (bad arguments, unknown names, unparsable JSON) per request.
+
+    A model that cannot fix its arguments after 2 corrections raises ToolArgumentsExhausted
+    (from the recorder), which ends the run and sends the question to the offline agent.
+    """
+
+    def __init__(self, recorder: ToolRecorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    @hook_config(can_jump_to=["model"])
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        last = state["messages"][-1] if state["messages"] else None
+        if isinstance(last, AIMessage) and last.invalid_tool_calls and not last.tool_calls:
+            # unparsable tool-call JSON: create_agent would end the run here; let the model retry
+            # (it sees "arguments were malformed" tool messages for those ids)
+            self.recorder.note_result(
+                False, f"malformed arguments: {last.invalid_tool_calls[0].get('args')!r}"
+            )
+            return {"jump_to": "model"}
+        return None
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[..., Any]) -> Any:
+        result = await handler(request)
+        if isinstance(result, ToolMessage):
+            self.recorder.note_result(result.status != "error", str(result.content))
+        return result
+
+
+def _text_of(chunk: AIMessageChunk) -> str:
+    content = chunk.content
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") if isinstance(part, dict) else str(part)
+        for part in content
+        if not isinstance(part, dict) or part.get("type") in (None, "text")
+    )
+
+
+def _history(state: ConversationState) -> list[BaseMessage]:
+    messages: list[BaseMessage] = []
+    for turn in state.turns[-MAX_HISTORY_TURNS:]:
+        messages.append(HumanMessage(turn.content) if turn.role == "user" else AIMessage(turn.content))
+    return messages
+
+
+def _notices(language: Language) -> dict[str, str]:
+    return json.loads(read_prompt(language, "llm_notices.json"))
+
+
+def system_prompt(language: Language, state: ConversationState) -> str:
+    prompt = read_prompt(language, "system_prompt.md")
+    if state.scenario is not None:
+        previous = json.dumps(state.scenario.stated(), ensure_ascii=False, default=str)
+        prompt += "\n\n" + read_prompt(language, "llm_context.md").replace("{previous_scenario}", previous)
+    return prompt
+
+
+class LLMAgent:
+    """`Agent` backed by an OpenAI-compatible chat model; falls back to `fallback` (the offline agent)."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat_model_factory: Callable[[], ChatModelHandle],
+        fallback: Agent,
+        *,
+        recursion_limit: int = RECURSION_LIMIT,
+    ) -> None:
+        self._chat_model_factory = chat_model_factory
+        self._fallback = fallback
+        self._recursion_limit = recursion_limit
+
+    async def stream(
+        self, question: str, state: ConversationState, language: Language | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        lang: Language = language or detect_language(question, default=state.language or "en")
+        run = _Run(question, state, lang)
+        handle: ChatModelHandle | None = None
+        failure: str | None = None
+        violation: list[Figure] = []
+        try:
+            handle = self._chat_model_factory()
+            graph = create_agent(
+                handle.model,
+                build_tools(run.recorder),
+                system_prompt=system_prompt(lang, state),
+                middleware=[_ToolGuard(run.recorder)],
+            )
+            inputs = {"messages": [*_history(state), HumanMessage(question)]}
+            config = {"recursion_limit": self._recursion_limit}
+            async with aclosing(graph.astream(inputs, config=config, stream_mode="messages")) as items:
+                async for chunk, meta in items:
+                    for event in run.tool_events():
+                        yield event
+                    if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
+                        continue
+                    text = _text_of(chunk)
+                    if not text:
+                        continue
+                    for event in run.feed(text, chunk.id):
+                        yield event
+                    if run.violation:
+                        break  # closing the stream cancels the LLM call: nothing more reaches the user
+            if not run.violation:
+                for event in run.tool_events():
+                    yield event
+                for event in run.finish():
+                    yield event
+            violation = run.violation
+            if not violation and not run.gate.released.strip():
+                failure = "the model returned an empty answer"
+        except Exception as err:  # any endpoint or agent failure: the offline agent answers
+            failure = _describe(err)
+            logger.warning("LLM agent failed (%s); falling back to the offline agent", failure)
+            logger.debug("LLM agent failure", exc_info=err)
+        finally:
+            if handle is not None:
+                try:
+                    await handle.aclose()
+                except Exception:  # closing a broken connection must not hide the answer
+                    logger.debug("closing the chat model's HTTP clients failed", exc_info=True)
+
+        if violation:
+            async for event in self._after_violation(run, violation):
+                yield event
+        elif failure is not None:
+            async for event in self._offline(run, "llm_unavailable", reason=failure):
+                yield event
+        else:
+            yield DoneEvent(answer=run.answer(run.gate.released, agent="llm"))
+
+    async def _after_violation(self, run: _Run, violation: list[Figure]) -> AsyncIterator[AgentEvent]:
+        figure = ", ".join(f.text for f in violation)
+        estimate = run.last_estimate
+        if estimate is None:  # figures without any tool run: the offline agent answers from scratch
+            async for event in self._offline(run, "grounding", figure=figure):
+                yield event
+            return
+        from service.agent.render import render_answer
+
+        notices = _notices(run.language)
+        yield NoticeEvent(code="grounding", message=notices["grounding"].format(figure=figure))
+        prefix = notices["separator"] if run.gate.released.strip() else ""
+        templated = render_answer(estimate, run.language)
+        for piece in _paragraphs(prefix + templated):
+            yield TokenEvent(text=piece)
+        yield DoneEvent(answer=run.answer(run.gate.released + prefix + templated, agent="llm->offline"))
+
+    async def _offline(self, run: _Run, code: str, **fmt: str) -> AsyncIterator[AgentEvent]:
+        notices = _notices(run.language)
+        yield NoticeEvent(code=code, message=notices[code].format(**fmt))
+        prefix = notices["separator"] if run.gate.released.strip() else ""
+        if prefix:
+            yield TokenEvent(text=prefix)
+        async for event in self._fallback.stream(run.question, run.state, language=run.language):
+            if isinstance(event, DoneEvent):
+                answer = event.answer.model_copy(
+                    update={
+                        "answer": run.gate.released + prefix + event.answer.answer,
+                        "agent": f"llm->{event.answer.agent}",
+                        "conversation_id": event.answer.conversation_id or run.state.conversation_id,
+                    }
+                )
+                yield DoneEvent(answer=answer)
+            else:
+                yield event
+
+
+class _Run:
+    """The mutable state of one request: tool records, allowed figures, the grounding gate."""
+
+    def __init__(self, question: str, state: ConversationState, language: Language) -> None:
+        self.question = question
+        self.state = state
+        self.language = language
+        self.recorder = ToolRecorder(previous_scenario=state.scenario)
+        self.allowed = AllowedFigures()
+        self.allowed.add_text(question)  # the user's own figures ("a 24GB card")
+        for turn in state.turns:  # earlier answers were grounded (or templated) when shown
+            self.allowed.add_text(turn.content)
+        self.gate = GroundingGate(self.allowed)
+        self.violation: list[Figure] = []
+        self._runs_seen = 0
+        self._message_id: str | None = None
+
+    @property
+    def last_estimate(self) -> Estimate | None:
+        estimates = self.recorder.estimates
+        return estimates[-1] if estimates else None
+
+    def tool_events(self) -> list[AgentEvent]:
+        """ScenarioEvent + EstimateEvent for each tool run since the last call; widen the allowed figures."""
+        events: list[AgentEvent] = []
+        for tool_run in self.recorder.runs[self._runs_seen :]:
+            self.allowed.add_bytes(tool_run.figures)
+            self.allowed.add_text(tool_run.output)
+            if tool_run.estimate is not None:
+                self.allowed.add_bytes(_estimate_figures(tool_run.estimate))
+                events.append(ScenarioEvent(scenario=tool_run.estimate.scenario))
+                events.append(EstimateEvent(estimate=tool_run.estimate))
+        self._runs_seen = len(self.recorder.runs)
+        return events
+
+    def feed(self, text: str, message_id: str | None) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        if message_id and self._message_id and message_id != self._message_id:
+            # a new model message (after a tool round): check what is left of the previous one
+            events += self._gate_events(self.gate.flush())
+            if self.violation:
+                return events
+            tail = self.gate.released[-2:]
+            if self.gate.released and tail != "\n\n":
+                events += self._gate_events(self.gate.feed("\n\n" if not tail.endswith("\n") else "\n"))
+        if message_id:
+            self._message_id = message_id
+        events += self._gate_events(self.gate.feed(text))
+        return events
+
+    def finish(self) -> list[AgentEvent]:
+        return self._gate_events(self.gate.flush())
+
+    def _gate_events(self, result: Any) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        if result.released:
+            events.append(TokenEvent(text=result.released))
+        if result.violations:
+            self.violation = result.violations
+        return events
+
+    def answer(self, text: str, *, agent: str) -> Answer:
+        estimate = self.last_estimate
+        return Answer(
+            question=self.question,
+            language=self.language,
+            scenario=estimate.scenario if estimate else None,
+            estimate=estimate,
+            answer=text,
+            agent=agent,
+            conversation_id=self.state.conversation_id,
+        )
+
+
+def _estimate_figures(estimate: Estimate) -> list[int]:
+    """The byte figures an answer about `estimate` may cite (service.agent.figures)."""
+    from service.agent.figures import figures_of
+
+    return sorted(figures_of(estimate))
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Split templated text into paragraph-sized TokenEvents (keeps the separators)."""
+    pieces: list[str] = []
+    start = 0
+    while True:
+        idx = text.find("\n\n", start)
+        if idx < 0:
+            if start < len(text):
+                pieces.append(text[start:])
+            return pieces
+        pieces.append(text[start : idx + 2])
+        start = idx + 2
+
+
+def _describe(err: BaseException) -> str:
+    """A short reason for the notice: 'HTTP 429', 'timeout', 'connection refused', ..."""
+    import openai
+
+    from service.agent.llm.tools import ToolArgumentsExhausted
+
+    if isinstance(err, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(err, openai.APIConnectionError):
+        return "connection failed"
+    if isinstance(err, openai.APIStatusError):
+        return f"HTTP {err.status_code}"
+    if isinstance(err, ToolArgumentsExhausted):
+        return "the model could not produce valid tool arguments"
+    return type(err).__name__

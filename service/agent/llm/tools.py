@@ -1,0 +1,362 @@
+"""The estimator exposed as LangChain tools, with pydantic argument schemas.
+
+Tools are built per request (`build_tools(recorder)`): each one records what it produced in
+the request's `ToolRecorder`, so the agent can stream ScenarioEvent/EstimateEvent and the
+grounding check knows every figure the model was shown. Bad arguments never raise through the
+agent: the model gets a clear error string (status "error") it can correct its call from.
+No arithmetic about memory here: figures come from `tools.estimator`, formatting from `tools.units`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field, ValidationError
+
+from tools.errors import ScenarioError
+from tools.result import Estimate
+from tools.scenario import Scenario
+from tools.units import fmt_count, fmt_gib
+
+# the model gets this many attempts to fix bad tool arguments before the agent gives up on it
+MAX_CONSECUTIVE_TOOL_FAILURES = 3  # the first call + 2 corrections
+
+
+class ToolArgumentsExhausted(RuntimeError):
+    """The model kept sending arguments the tools rejected: the agent falls back."""
+
+
+@dataclass
+class ToolRun:
+    tool: str
+    args: dict[str, Any]
+    output: str  # exactly what the model saw
+    estimate: Estimate | None = None
+    error: str | None = None
+    figures: list[int] = field(default_factory=list)  # every byte count in `output`
+
+
+@dataclass
+class ToolRecorder:
+    """Everything the tools produced for one request (no state shared across requests)."""
+
+    previous_scenario: Scenario | None = None  # the conversation's last scenario (follow-ups)
+    runs: list[ToolRun] = field(default_factory=list)
+    consecutive_failures: int = 0
+    max_consecutive_failures: int = MAX_CONSECUTIVE_TOOL_FAILURES
+
+    @property
+    def estimates(self) -> list[Estimate]:
+        return [r.estimate for r in self.runs if r.estimate is not None]
+
+    def record(self, run: ToolRun) -> None:
+        self.runs.append(run)
+
+    def note_result(self, ok: bool, detail: str = "") -> None:
+        """Count consecutive failed tool calls; raise once the model cannot fix its arguments."""
+        if ok:
+            self.consecutive_failures = 0
+            return
+        self.consecutive_failures += 1
+        if self.consecutive_failures >= self.max_consecutive_failures:
+            raise ToolArgumentsExhausted(
+                f"{self.consecutive_failures} consecutive tool calls failed; last error: {detail[:300]}"
+            )
+
+
+# ---- argument schemas -----------------------------------------------------------------------------
+
+
+class EstimateArgs(Scenario):
+    """A Scenario, plus whether it modifies the conversation's previous scenario."""
+
+    follow_up: bool = Field(
+        default=False,
+        description=(
+            "true when the question changes the previous scenario of this conversation "
+            "('what about with LoRA?', '那如果用两张卡呢?'): give only the changed fields, "
+            "the rest is taken from the previous scenario"
+        ),
+    )
+
+
+class LookupModelArgs(BaseModel):
+    name: str = Field(description="model name, HF repo, alias or bare size: 'Qwen2.5-7B', 'llama-3-8b', '7B'")
+
+
+class ListGpusArgs(BaseModel):
+    vendor: str | None = Field(default=None, description="optional filter: nvidia, amd, huawei, ...")
+
+
+# ---- compact JSON views (what the model sees) --------------------------------------------------
+
+
+def _bytes_view(n: int) -> dict[str, Any]:
+    return {"bytes": n, "gib": fmt_gib(n)}
+
+
+def estimate_view(est: Estimate) -> dict[str, Any]:
+    """The Estimate as compact JSON: every figure as exact bytes and as the GiB text to quote."""
+    components = []
+    for c in est.components:
+        item: dict[str, Any] = {
+            "name": c.name,
+            "label": c.label or c.name,
+            "kind": c.kind,
+            **_bytes_view(c.bytes),
+            "formula": c.formula,
+            "substituted": c.substituted,
+            "source": c.source,
+        }
+        if c.model_role:
+            item["model_role"] = c.model_role
+        if c.note:
+            item["note"] = c.note
+        components.append(item)
+    view: dict[str, Any] = {
+        "scenario": est.scenario.model_dump(
+            exclude_none=True, exclude_defaults=True, exclude={"architecture"}
+        ),
+        "params": {
+            "total": fmt_count(est.params_total),
+            "trainable": fmt_count(est.params_trainable),
+            "active_per_token": fmt_count(est.params_active_per_token),
+        },
+        "gpu": {"id": est.gpu.id, "name": est.gpu.name, "memory": _bytes_view(est.gpu.memory_bytes)},
+        "per_gpu": {
+            "total": _bytes_view(est.per_gpu.total_bytes),
+            "tensor_peak": _bytes_view(est.per_gpu.tensor_peak_bytes),
+            "peak_phase": est.per_gpu.peak_phase,
+        },
+        "components": components,
+        "verdict": {
+            "fits": est.fits,
+            "num_gpus": est.scenario.num_gpus,
+            "safety_margin": est.safety_margin,
+            "headroom": _bytes_view(est.headroom_bytes),
+            "min_gpus": est.min_gpus,
+        },
+        "suggestions": [
+            {
+                "change": s.change,
+                "total": _bytes_view(s.total_bytes),
+                "fits": s.fits,
+                "num_gpus": s.num_gpus,
+                **({"rationale": s.rationale} if s.rationale else {}),
+            }
+            for s in est.suggestions
+        ],
+        "assumptions": [{"field": a.field, "value": a.value, "reason": a.reason} for a in est.assumptions],
+        "no_effect": [
+            {"field": n.field, "value": n.value, "explanation": n.explanation} for n in est.no_effect
+        ],
+    }
+    if est.per_gpu.gpu_role:
+        view["per_gpu"]["gpu_role"] = est.per_gpu.gpu_role
+    if est.gpu.alias_note:
+        view["gpu"]["alias_note"] = est.gpu.alias_note
+    if est.notes:
+        view["notes"] = est.notes
+    if est.accuracy_note:
+        view["accuracy_note"] = est.accuracy_note
+    if est.serving is not None:
+        sv = est.serving
+        view["serving"] = {
+            "gpu_memory_utilization": sv.gpu_memory_utilization,
+            "reserved": _bytes_view(sv.reserved_bytes),
+            "kv_cache": _bytes_view(sv.kv_cache_bytes),
+            "kv_bytes_per_token": sv.kv_bytes_per_token,
+            "max_kv_tokens": sv.max_kv_tokens,
+            "max_concurrent_sequences": sv.max_concurrent_sequences,
+            "max_context_at_batch_1": sv.max_context_at_batch_1,
+        }
+    return view
+
+
+def plan_view(est: Estimate) -> dict[str, Any]:
+    """What to change to fit: the verdict, then the planner's changes cheapest first."""
+    return {
+        "current": {
+            "total": _bytes_view(est.per_gpu.total_bytes),
+            "gpu": est.gpu.name,
+            "gpu_memory": _bytes_view(est.gpu.memory_bytes),
+            "num_gpus": est.scenario.num_gpus,
+            "fits": est.fits,
+            "headroom": _bytes_view(est.headroom_bytes),
+            "min_gpus": est.min_gpus,
+        },
+        "changes_that_fit": [
+            {
+                "change": s.change,
+                "scenario_changes": s.scenario_changes,
+                "total": _bytes_view(s.total_bytes),
+                "num_gpus": s.num_gpus,
+                **({"rationale": s.rationale} if s.rationale else {}),
+            }
+            for s in est.suggestions
+            if s.fits
+        ],
+        "other_changes": [
+            {"change": s.change, "total": _bytes_view(s.total_bytes), "fits": s.fits, "num_gpus": s.num_gpus}
+            for s in est.suggestions
+            if not s.fits
+        ],
+    }
+
+
+def _byte_counts(obj: Any) -> Iterator[int]:
+    """Every integer under a key naming bytes (`bytes`, `reserved_bytes`, `kv_bytes_per_token`) of a JSON view."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, int) and not isinstance(value, bool) and "bytes" in key:
+                yield value
+            else:
+                yield from _byte_counts(value)
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _byte_counts(item)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _error_text(err: Exception) -> str:
+    if isinstance(err, ScenarioError):
+        body = err.render()
+    elif isinstance(err, ValidationError):
+        body = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in err.errors()
+        )
+    else:
+        body = str(err)
+    return f"ERROR {body} -- fix the arguments and call the tool again."
+
+
+# ---- the tools ------------------------------------------------------------------------------------
+
+
+def _scenario_from(args: dict[str, Any], previous: Scenario | None) -> Scenario:
+    follow_up = bool(args.pop("follow_up", False))
+    stated = {k: v for k, v in args.items() if v is not None and not (k == "dora" and v is False)}
+    if follow_up and previous is not None:
+        return previous.merged(**stated)
+    return Scenario.model_validate(stated)
+
+
+def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
+    """The four tools for one request, all recording into `recorder`."""
+    from tools import catalog, estimator  # lazy: keeps `import service.agent` light
+
+    def _run(name: str, args: dict[str, Any], produce: Any) -> str:
+        try:
+            output, est = produce()
+        except (ScenarioError, ValidationError, ValueError) as err:
+            text = _error_text(err)
+            recorder.record(ToolRun(tool=name, args=args, output=text, error=text))
+            raise ToolException(text) from err
+        figures = list(_byte_counts(json.loads(output)))
+        recorder.record(ToolRun(tool=name, args=args, output=output, estimate=est, figures=figures))
+        return output
+
+    async def estimate_memory(**kwargs: Any) -> str:
+        args = dict(kwargs)
+
+        def produce() -> tuple[str, Estimate]:
+            scenario = _scenario_from(dict(args), recorder.previous_scenario)
+            est = estimator.estimate(scenario, plan=True)
+            return _dumps(estimate_view(est)), est
+
+        return _run("estimate_memory", args, produce)
+
+    async def plan_fit(**kwargs: Any) -> str:
+        args = dict(kwargs)
+
+        def produce() -> tuple[str, Estimate]:
+            scenario = _scenario_from(dict(args), recorder.previous_scenario)
+            est = estimator.estimate(scenario, plan=True)
+            return _dumps(plan_view(est)), est
+
+        return _run("plan_fit", args, produce)
+
+    async def lookup_model(name: str) -> str:
+        def produce() -> tuple[str, None]:
+            resolved = catalog.resolve_model(name)
+            arch = resolved.architecture.model_dump(exclude_defaults=True)
+            view: dict[str, Any] = {
+                "params": resolved.params,
+                "params_human": fmt_count(resolved.params),
+                "architecture": arch,
+            }
+            if resolved.spec is not None:
+                view |= {"id": resolved.spec.id, "name": resolved.spec.name, "hf_repo": resolved.spec.hf_repo}
+                if resolved.spec.architecture.is_moe:
+                    view["active_params_per_token"] = fmt_count(resolved.spec.active_params)
+            if resolved.assumed:
+                view["assumed"] = resolved.assumed
+            return _dumps(view), None
+
+        return _run("lookup_model", {"name": name}, produce)
+
+    async def list_gpus(vendor: str | None = None) -> str:
+        def produce() -> tuple[str, None]:
+            rows = []
+            for g in catalog.list_gpus():
+                g_vendor = getattr(g, "vendor", None)
+                if vendor and g_vendor and vendor.lower() not in str(g_vendor).lower():
+                    continue
+                rows.append(
+                    {
+                        "id": g.id,
+                        "name": g.name,
+                        "memory": fmt_gib(g.memory_bytes),
+                        **({"vendor": g_vendor} if g_vendor else {}),
+                    }
+                )
+            return _dumps(rows), None
+
+        return _run("list_gpus", {"vendor": vendor}, produce)
+
+    common: dict[str, Any] = {"handle_tool_error": True}
+    return [
+        StructuredTool.from_function(
+            coroutine=estimate_memory,
+            name="estimate_memory",
+            description=(
+                "Estimate per-GPU memory for one training / fine-tuning / RL / inference job. Returns every "
+                "component (bytes, GiB, formula with numbers, source), the total, the verdict for the GPU, "
+                "suggestions that make it fit, the assumptions and settings with no effect. Call it for "
+                "EVERY memory figure you state."
+            ),
+            args_schema=EstimateArgs,
+            **common,
+        ),
+        StructuredTool.from_function(
+            coroutine=plan_fit,
+            name="plan_fit",
+            description=(
+                "What to change so the job fits: the current total and verdict, then the cheapest changes "
+                "(LoRA/QLoRA, gradient checkpointing, ZeRO, more GPUs, smaller batch...) with their totals."
+            ),
+            args_schema=EstimateArgs,
+            **common,
+        ),
+        StructuredTool.from_function(
+            coroutine=lookup_model,
+            name="lookup_model",
+            description="Look up a model: exact parameter count and architecture, or near names if unknown.",
+            args_schema=LookupModelArgs,
+            **common,
+        ),
+        StructuredTool.from_function(
+            coroutine=list_gpus,
+            name="list_gpus",
+            description="The GPU catalog: ids, names and memory (GiB).",
+            args_schema=ListGpusArgs,
+            **common,
+        ),
+    ]

@@ -1,0 +1,214 @@
+"""OfflineAgent: the deterministic brain (parser + estimator + templates), no LLM.
+
+Stream for an estimate question: ScenarioEvent (the scenario as stated, after merging a
+follow-up), EstimateEvent, TokenEvents (one per line of the templated answer), DoneEvent.
+Concept, list and help questions: TokenEvents then DoneEvent (scenario and estimate null).
+Bad input: one ErrorEvent with the field, the accepted values, near names and a clear text.
+
+`Answer.scenario` is the scenario *as stated* (only what the user said, follow-ups merged):
+`ConversationState.record_turn` keeps it, and the next follow-up modifies it; the estimator's
+filled-in scenario is `Answer.estimate.scenario`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from service.agent.base import ConversationState
+from service.agent.events import (
+    AgentEvent,
+    Answer,
+    DoneEvent,
+    ErrorEvent,
+    EstimateEvent,
+    Language,
+    ScenarioEvent,
+    TokenEvent,
+)
+from service.agent.offline.followup import is_followup, merge_followup
+from service.agent.offline.kb import kb_entry
+from service.agent.offline.language import detect_language
+from service.agent.offline.parser import ParsedQuestion, parse_question
+from service.agent.render import (
+    render_answer_lines,
+    render_concept_lines,
+    render_error,
+    render_gpu_list,
+    render_help,
+    render_missing_model,
+    render_model_list,
+    render_scenario_line,
+)
+from tools.errors import ScenarioError
+from tools.result import Assumption, Estimate
+from tools.scenario import Scenario
+
+log = logging.getLogger(__name__)
+
+EstimateFn = Callable[..., Estimate]
+
+
+def _default_estimate(scenario: Scenario, plan: bool = True) -> Estimate:
+    from tools.estimator import estimate
+
+    return estimate(scenario, plan=plan)
+
+
+def chunk_lines(lines: list[str]) -> list[str]:
+    """Token chunks: one per line (newline kept), so a terminal or SSE client shows text as it comes."""
+    return [line + "\n" for line in lines]
+
+
+class OfflineAgent:
+    """Implements `service.agent.base.Agent` without any LLM."""
+
+    name = "offline"
+
+    def __init__(self, estimate_fn: EstimateFn | None = None) -> None:
+        self._estimate: EstimateFn = estimate_fn or _default_estimate
+
+    async def stream(
+        self, question: str, state: ConversationState, language: Language | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        lang: Language = language or detect_language(question, default=state.language or "en")
+        parsed = parse_question(question, lang)
+        if parsed.intent == "estimate":
+            async for event in self._estimate_events(parsed, state, lang):
+                yield event
+            return
+        lines = self._text_lines(parsed, lang)
+        text = ""
+        for chunk in chunk_lines(lines):
+            text += chunk
+            yield TokenEvent(text=chunk)
+        yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None))
+
+    async def answer(self, question: str, state: ConversationState, language: Language | None = None) -> Answer:
+        """Run `stream` to the end; the Answer, or ScenarioError for bad input."""
+        async for event in self.stream(question, state, language):
+            if isinstance(event, DoneEvent):
+                return event.answer
+            if isinstance(event, ErrorEvent):
+                raise ScenarioError(
+                    event.field or "question", event.message, accepted=event.accepted, suggestions=event.suggestions
+                )
+        raise RuntimeError("the offline agent ended without an answer")
+
+    # --- estimate questions ------------------------------------------------------------------------
+
+    async def _estimate_events(
+        self, parsed: ParsedQuestion, state: ConversationState, lang: Language
+    ) -> AsyncIterator[AgentEvent]:
+        stated = merge_followup(state.scenario, parsed)
+        if not any(k in stated for k in ("model", "params", "architecture")):
+            yield ErrorEvent(
+                message=render_missing_model(lang),
+                field="model",
+                accepted="a catalog model id or alias, or a bare size such as 7B / 70亿",
+                detail={"stated": stated, "language": lang},
+            )
+            return
+        try:
+            scenario = Scenario.model_validate(stated)
+        except ValidationError as err:
+            yield _validation_error(err, lang, stated)
+            return
+        yield ScenarioEvent(scenario=scenario)
+        # First token before the estimator and planner run: what was understood (time to first token).
+        text = render_scenario_line(stated, lang, followup=is_followup(parsed, state.scenario)) + "\n\n"
+        yield TokenEvent(text=text)
+        try:
+            estimate = self._estimate(scenario, plan=True)
+        except ScenarioError as err:
+            yield ErrorEvent(
+                message=render_error(err, lang),
+                field=err.field,
+                accepted=err.accepted,
+                suggestions=err.suggestions,
+                detail={"error": err.render(), "language": lang, "stated": stated},
+            )
+            return
+        except ValidationError as err:
+            yield _validation_error(err, lang, stated)
+            return
+        except Exception:  # a defect in the estimator must not reach the user as a traceback
+            log.exception("estimator failed for %s", stated)
+            yield ErrorEvent(
+                message=render_error({"field": "", "message": "internal estimator error"}, lang),
+                detail={"language": lang, "stated": stated},
+            )
+            return
+        for field, reason in parsed.filled.items():  # the parser's own defaults are assumptions too
+            if field in stated and not any(a.field == field for a in estimate.assumptions):
+                estimate.assumptions.append(Assumption(field=field, value=stated[field], reason=reason))
+        yield EstimateEvent(estimate=estimate)
+        for chunk in chunk_lines(render_answer_lines(estimate, lang)):
+            text += chunk
+            yield TokenEvent(text=chunk)
+        yield DoneEvent(answer=self._answer(parsed, lang, text, state, scenario, estimate))
+
+    # --- everything else -----------------------------------------------------------------------------
+
+    def _text_lines(self, parsed: ParsedQuestion, lang: Language) -> list[str]:
+        if parsed.intent == "concept" and parsed.topic:
+            return self._concept_lines(parsed.topic, lang)
+        if parsed.intent == "list_gpus":
+            from tools.catalog import list_gpus
+
+            return render_gpu_list(list_gpus(), lang).splitlines()
+        if parsed.intent == "list_models":
+            from tools.catalog import list_models
+
+            return render_model_list(list_models(), lang).splitlines()
+        return render_help("greeting" if parsed.intent == "greeting" else "unknown", lang).splitlines()
+
+    def _concept_lines(self, topic: str, lang: Language) -> list[str]:
+        entry = kb_entry(topic, lang)
+        if entry is None:
+            return render_help("unknown", lang).splitlines()
+        example = self._example(entry.example)
+        compare = self._example(entry.compare)
+        return render_concept_lines(entry.body, lang, example, compare, entry.example, entry.compare)
+
+    def _example(self, stated: dict[str, Any]) -> Estimate | None:
+        if not stated:
+            return None
+        try:
+            return self._estimate(Scenario.model_validate(stated), plan=False)
+        except (ScenarioError, ValidationError):
+            log.warning("knowledge-base example does not estimate: %s", stated)
+            return None
+
+    def _answer(
+        self,
+        parsed: ParsedQuestion,
+        lang: Language,
+        text: str,
+        state: ConversationState,
+        scenario: Scenario | None,
+        estimate: Estimate | None,
+    ) -> Answer:
+        return Answer(
+            question=parsed.question,
+            language=lang,
+            scenario=scenario,
+            estimate=estimate,
+            answer=text,
+            agent=self.name,
+            conversation_id=state.conversation_id,
+        )
+
+
+def _validation_error(err: ValidationError, lang: Language, stated: dict[str, Any]) -> ErrorEvent:
+    first = err.errors()[0] if err.errors() else {}
+    field = ".".join(str(p) for p in first.get("loc", ())) or "scenario"
+    message = str(first.get("msg", "invalid value"))
+    return ErrorEvent(
+        message=render_error({"field": field, "message": f"{message} (got {stated.get(field)!r})"}, lang),
+        field=field,
+        detail={"language": lang, "stated": stated},
+    )

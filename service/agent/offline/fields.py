@@ -1,0 +1,440 @@
+"""Scenario fields stated in free text, one small extractor per field family.
+
+Each extractor reads the normalised lower-case question and returns only what the user
+actually said (a dict of Scenario fields); nothing here fills a default -- the estimator
+does that and lists it as an assumption.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from service.agent.offline.mentions import L, R, SEP
+from service.agent.offline.numbers import float_value, plain_int, token_count
+
+Fields = dict[str, Any]
+Extractor = Callable[[str], Fields]
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_K = r"(\d+(?:\.\d+)?\s*k?)"
+_IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|到|取)?\s*"
+_NEG = re.compile(
+    r"(?:without|no|disable[ds]?|turn(?:ed)?\s+off|not\s+using|不开|关闭|关掉|不用|不使用|没开|没有|不加|无)\s*$"
+)
+
+
+def _negated(low: str, start: int) -> bool:
+    return bool(_NEG.search(low[max(0, start - 14) : start]))
+
+
+# --- task ------------------------------------------------------------------------------------------
+
+_QLORA = re.compile(rf"{L}q{SEP}lora{R}|{L}(?:4|four){SEP}bit{SEP}lora{R}|{L}lora{SEP}(?:on|with|\+)?\s*4{SEP}bit")
+_LORA = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
+RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
+# RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
+RL_LORA_DEFAULT_RANK = 8  # PEFT LoraConfig default r=8
+
+# RL methods first: "DPO with LoRA" is DPO (with adapters), not plain LoRA fine-tuning.
+_TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("ppo", re.compile(rf"{L}(?:ppo|rlhf){R}")),
+    ("grpo", re.compile(rf"{L}grpo{R}")),
+    ("dpo", re.compile(rf"{L}dpo{R}")),
+    ("qlora", _QLORA),
+    ("lora", _LORA),
+    (
+        "pretrain",
+        re.compile(rf"{L}pre{SEP}train(?:ing)?{R}|预训练|{L}from\s+scratch{R}|从头训练|从零训练|继续预训练"),
+    ),
+    ("freeze", re.compile(rf"{L}freeze{SEP}tun|冻结|{L}(?:last|top)\s+\d+\s+layers{R}")),
+    (
+        "full_finetune",
+        re.compile(
+            rf"{L}full{SEP}(?:parameter{SEP}|param{SEP})?(?:fine{SEP}tun|finetun|sft|train){R}?|全参|全量|全部参数"
+            rf"|{L}fine{SEP}tun|{L}finetun|{L}sft{R}|微调|{L}train(?:ing)?{R}|训练|{L}fft{R}"
+        ),
+    ),
+    (
+        "inference",
+        re.compile(
+            rf"{L}(?:inference|infer|serv(?:e|ing)|deploy(?:ing|ment)?|vllm|sglang|tgi|generat(?:e|ion)|chat|run(?:ning)?|host)"
+            rf"{R}|推理|部署|上线|跑|运行|服务|对话|生成|加载"
+        ),
+    ),
+)
+
+
+def task_fields(low: str) -> Fields:
+    out: Fields = {}
+    for task, pattern in _TASK_RULES:
+        if pattern.search(low):
+            out["task"] = task
+            break
+    if "task" not in out and re.search(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}", low):
+        out["task"] = "inference"
+    if out.get("task") == "lora" and re.search(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}", low):
+        out["task"] = "qlora"
+    if re.search(rf"{L}dora{R}", low):
+        out["dora"] = True
+    if out.get("task") in RL_TASKS and _QLORA.search(low):
+        out["weight_dtype"] = "nf4"
+    return out
+
+
+# --- precision, quantisation, optimizer -------------------------------------------------------------------
+
+_DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("nf4", re.compile(rf"{L}nf4{R}|{L}load{SEP}in{SEP}4{SEP}bit{R}")),
+    (
+        "int4",
+        re.compile(
+            rf"{L}(?:int4|w4a16|q4(?:_k_m|_0)?|4{SEP}bit|4{SEP}bits|four{SEP}bit){R}|4\s*位|四位|4比特"
+        ),
+    ),
+    ("fp8", re.compile(rf"{L}(?:fp8|float8|e4m3|w8a8{SEP}fp8){R}(?!{SEP}kv)")),
+    (
+        "int8",
+        re.compile(
+            rf"{L}(?:int8|w8a16|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
+        ),
+    ),
+    ("bf16", re.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),
+    ("fp16", re.compile(rf"{L}(?:fp16|float16|half{SEP}precision|half){R}|半精度")),
+    ("fp32", re.compile(rf"{L}(?:fp32|float32|full{SEP}precision|single{SEP}precision){R}|单精度|全精度")),
+)
+
+
+def dtype_fields(low: str) -> Fields:
+    out: Fields = {}
+    # Quantised weight formats name their method too.
+    for method in ("gptq", "awq"):
+        if re.search(rf"{L}{method}{R}", low):
+            out["quant_method"] = method
+    if re.search(rf"{L}(?:bnb|bitsandbytes|load{SEP}in{SEP}(?:4|8){SEP}bit){R}", low):
+        out["quant_method"] = "bnb"
+    cleaned = re.sub(
+        rf"{L}(?:paged{SEP})?(?:adamw?|adam){SEP}(?:8|32){SEP}bits?{R}|{L}(?:8|32){SEP}bits?{SEP}(?:paged{SEP})?adamw?{R}"
+        rf"|(?:8|八)\s*位\s*(?:的)?\s*(?:adamw?|优化器)",
+        " ",
+        low,
+    )
+    cleaned = re.sub(
+        rf"{L}(?:fp8|int8|fp16|bf16){SEP}kv(?:{SEP}cache)?|kv(?:{SEP}cache)?{SEP}(?:in|dtype|=|:)?\s*(?:fp8|int8|fp16|bf16)",
+        " ",
+        cleaned,
+    )
+    for dtype, pattern in _DTYPE_RULES:
+        if pattern.search(cleaned):
+            out["weight_dtype"] = dtype
+            break
+    if out.get("quant_method") in ("gptq", "awq") and "weight_dtype" not in out:
+        out["weight_dtype"] = "int4"
+    if re.search(rf"{L}double{SEP}quant|双重量化", low):
+        out["double_quant"] = True
+    g = re.search(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}", low)
+    if g:
+        out["quant_group_size"] = int(g.group(1))
+    if re.search(rf"{L}megatron{R}", low):
+        out["precision_recipe"] = "megatron"
+    elif re.search(rf"{L}pure{SEP}bf16{R}|纯\s*bf16|{L}bf16{SEP}(?:states|optimizer){R}", low):
+        out["precision_recipe"] = "bf16"
+    elif re.search(rf"{L}mixed{SEP}precision{R}|混合精度", low):
+        out["precision_recipe"] = "mixed"
+    elif re.search(rf"{L}(?:amp|autocast){R}", low):
+        out["precision_recipe"] = "amp"
+    elif re.search(rf"{L}fp32{SEP}(?:training|train){R}|单精度训练", low):
+        out["precision_recipe"] = "fp32"
+    kv = re.search(
+        rf"{L}(fp8|int8|fp16|bf16){SEP}kv|kv(?:{SEP}cache)?{SEP}(?:in|dtype|=|:)?\s*(fp8|int8|fp16|bf16)", low
+    )
+    if kv:
+        out["kv_dtype"] = kv.group(1) or kv.group(2)
+    return out
+
+
+_OPTIMIZER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "paged_adamw_8bit",
+        re.compile(rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}"),
+    ),
+    ("paged_adamw", re.compile(rf"{L}paged{SEP}adamw?(?:{SEP}32{SEP}bits?)?{R}")),
+    (
+        "adamw_8bit",
+        re.compile(
+            rf"{L}adamw?{SEP}8{SEP}bits?{R}|{L}8{SEP}bits?{SEP}adamw?{R}|{L}bnb{SEP}adamw?{R}|8\s*位\s*adam"
+        ),
+    ),
+    (
+        "sgd_momentum",
+        re.compile(rf"{L}sgd{R}.*{L}momentum{R}|{L}momentum{SEP}sgd{R}|{L}sgd{SEP}with{SEP}momentum"),
+    ),
+    ("sgd", re.compile(rf"{L}sgd{R}")),
+    ("adafactor", re.compile(rf"{L}adafactor{R}")),
+    ("lion", re.compile(rf"{L}lion{R}")),
+    ("adamw", re.compile(rf"{L}adamw?(?:{SEP}torch(?:{SEP}fused)?)?{R}")),
+)
+
+
+def optimizer_fields(low: str) -> Fields:
+    for name, pattern in _OPTIMIZER_RULES:
+        if pattern.search(low):
+            return {"optimizer": name}
+    return {}
+
+
+# --- LoRA --------------------------------------------------------------------------------------------
+
+_TARGETS = re.compile(
+    rf"{L}((?:q|k|v|o|gate|up|down|out)_proj|qkv_proj|gate_up_proj|c_attn|query_key_value){R}"
+)
+
+
+def lora_fields(low: str) -> Fields:
+    out: Fields = {}
+    r = re.search(
+        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是)?\s*(\d+)",
+        low,
+    )
+    if r:
+        out["lora_rank"] = int(next(g for g in r.groups() if g))
+    if re.search(
+        rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)",
+        low,
+    ):
+        out["lora_targets"] = ["all-linear"]
+    else:
+        targets = list(dict.fromkeys(m.group(1) for m in _TARGETS.finditer(low)))
+        if targets:
+            out["lora_targets"] = targets
+    a = re.search(rf"{L}(?:lora{SEP})?alpha{_IS}{_NUM}", low)
+    if a:
+        out["lora_alpha"] = float(a.group(1))
+    d = re.search(rf"{L}(?:lora{SEP})?dropout{_IS}(\d*\.\d+|0){R}", low)
+    if d:
+        out["lora_dropout"] = float(d.group(1))
+    f = re.search(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层", low)
+    if f:
+        out["trainable_layers"] = int(f.group(1) or f.group(2))
+    return out
+
+
+# --- shapes: batch, sequence, generation -----------------------------------------------------------------
+
+_BATCH = re.compile(
+    rf"{L}(?:per{SEP}device{SEP}train{SEP}batch{SEP}size|micro{SEP}batch{SEP}size|micro{SEP}batch|mbs|batch{SEP}size|batchsize|batch|bs)"
+    rf"(?:{SEP}per{SEP}(?:gpu|device))?{_IS}(\d+){R}"
+    rf"|(?:批大小|批量大小|批次大小|批量|批次|batch\s*大小|每卡\s*batch)\s*(?:为|=|是|:|设为)?\s*(\d+)"
+    rf"|{L}(\d+){SEP}(?:sequences|samples){SEP}per{SEP}(?:batch|step)"
+)
+_GLOBAL_BATCH = re.compile(
+    rf"{L}(?:global|total|effective){SEP}batch(?:{SEP}size)?{_IS}(\d+){R}|(?:全局|总)\s*batch\s*(?:size)?\s*(?:为|=|是)?\s*(\d+)"
+)
+_CONCURRENCY = re.compile(
+    rf"{L}(\d+){SEP}(?:concurrent|simultaneous|parallel){SEP}(?:users|requests|sequences|streams|sessions)?"
+    rf"|{L}(?:concurrency|max{SEP}num{SEP}seqs){_IS}(\d+){R}|(\d+)\s*(?:路)?\s*并发|并发\s*(?:数|量)?\s*(?:为|=|是)?\s*(\d+)"
+)
+_SEQ_KEY = re.compile(
+    rf"{L}(?:cutoff{SEP}len|max{SEP}seq(?:uence)?{SEP}len(?:gth)?|max{SEP}model{SEP}len|max{SEP}length|seq{SEP}len(?:gth)?"
+    rf"|sequence{SEP}length|sequence|seqlen|seq|context{SEP}(?:length|window|len)|context|ctx|max{SEP}len)"
+    rf"{_IS}{_K}(?![0-9a-z])"
+    rf"|(?:上下文长度|上下文|序列长度|序列|文本长度|长度|输入长度)\s*(?:为|=|是|:|到|设为|达到)?\s*{_K}(?![0-9a-z])"
+)
+_SEQ_POST = re.compile(
+    rf"{L}{_K}{SEP}(?:tokens?|token{SEP}(?:context|sequences?)|context|ctx|seq(?:uence)?s?(?:{SEP}len(?:gth)?)?|long{SEP}context)(?![0-9a-z])"
+    rf"|{L}{_K}\s*(?:的)?\s*(?:上下文|长度|长文本|token|序列|tokens)"
+)
+_NEW_TOKENS = re.compile(
+    rf"{L}(?:max{SEP}new{SEP}tokens|max{SEP}tokens|generat(?:e|ing)|output(?:ting)?|new{SEP}tokens){_IS}(?:up{SEP}to{SEP})?{_K}(?![0-9a-z])"
+    rf"|{L}{_K}{SEP}(?:new|output|generated){SEP}tokens|生成\s*(?:长度)?\s*(?:为|=)?\s*{_K}\s*(?:个)?\s*(?:token|tokens)?"
+)
+_BARE_K = re.compile(rf"{L}(\d+(?:\.\d+)?k){R}")
+
+
+def shape_fields(low: str) -> Fields:
+    out: Fields = {}
+    gb = _GLOBAL_BATCH.search(low)
+    work = low
+    if gb:
+        out["global_batch_size"] = int(next(g for g in gb.groups() if g))
+        work = work[: gb.start()] + " " * (gb.end() - gb.start()) + work[gb.end() :]
+    b = _BATCH.search(work)
+    if b:
+        out["batch_size"] = int(next(g for g in b.groups() if g))
+    else:
+        c = _CONCURRENCY.search(work)
+        if c:
+            out["batch_size"] = int(next(g for g in c.groups() if g))
+    nt = _NEW_TOKENS.search(work)
+    if nt:
+        value = token_count(next(g for g in nt.groups() if g))
+        if value:
+            out["max_new_tokens"] = value
+        work = work[: nt.start()] + " " * (nt.end() - nt.start()) + work[nt.end() :]
+    s = _SEQ_KEY.search(work) or _SEQ_POST.search(work)
+    if s:
+        value = token_count(next(g for g in s.groups() if g))
+        if value:
+            out["seq_len"] = value
+    else:
+        k = _BARE_K.search(work)
+        if k:
+            value = token_count(k.group(1))
+            if value and value >= 512:
+                out["seq_len"] = value
+    g = re.search(
+        rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts){SEP}per{SEP}prompt|{L}(\d+){SEP}generations{R}"
+        rf"|每个?\s*prompt\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|样本|采样)",
+        low,
+    )
+    if g:
+        out["num_generations"] = int(next(x for x in g.groups() if x))
+    u = re.search(
+        rf"{L}gpu{SEP}memory{SEP}utili[sz]ation{_IS}(0?\.\d+|1(?:\.0)?){R}|显存利用率\s*(?:为|=)?\s*(0?\.\d+)",
+        low,
+    )
+    if u:
+        out["gpu_memory_utilization"] = float(u.group(1) or u.group(2))
+    return out
+
+
+# --- activations ---------------------------------------------------------------------------------
+
+_CKPT = re.compile(
+    rf"{L}(?:gradient|grad|activation){SEP}(?:checkpointing|checkpoint|ckpt|recomputation|recompute){R}|{L}gradient_checkpointing{R}"
+    rf"|{L}(?:full{SEP})?recompute{R}|{L}recomputation{R}|梯度检查点|梯度checkpoint|重计算|激活检查点|{L}gc{R}"
+)
+
+
+def activation_fields(low: str) -> Fields:
+    out: Fields = {}
+    sel = re.search(rf"{L}selective{SEP}(?:activation{SEP})?recompute|选择性重计算", low)
+    m = _CKPT.search(low)
+    if sel:
+        out["recompute"] = "selective"
+    elif m:
+        after = low[m.end() : m.end() + 12]
+        off = _negated(low, m.start()) or re.match(
+            r"\s*(?:=|:)?\s*(?:false|off|0|disabled)|\s*(?:关|不开)", after
+        )
+        out["gradient_checkpointing"] = not off
+    f = re.search(
+        rf"{L}(?:flash{SEP}attn|flash{SEP}attention(?:{SEP}\d)?|flashattention\d?|fa[23]|sdpa){R}", low
+    )
+    e = re.search(
+        rf"{L}eager(?:{SEP}attention)?{R}|{L}(?:without|no){SEP}flash|不用\s*flash|不开\s*flash|关闭\s*flash",
+        low,
+    )
+    if e:
+        out["attention"] = "eager"
+    elif f:
+        out["attention"] = "eager" if _negated(low, f.start()) else "flash"
+    return out
+
+
+# --- parallelism ----------------------------------------------------------------------------------
+
+
+def _par(low: str, names: str) -> int | None:
+    m = re.search(rf"{L}(?:{names}){_IS}(\d+){R}|{L}(?:{names})(\d+){R}", low)
+    return int(m.group(1) or m.group(2)) if m else None
+
+
+def parallel_fields(low: str) -> Fields:
+    out: Fields = {}
+    z = re.search(
+        rf"{L}zero{SEP}(?:stage{SEP})?([0-3])(?:\+\+|{R})|{L}stage{SEP}([0-3]){R}(?=.*deepspeed)|deepspeed.*{L}stage{SEP}([0-3]){R}",
+        low,
+    )
+    if z:
+        out["zero_stage"] = int(next(g for g in z.groups() if g))
+    elif re.search(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}", low):
+        out["zero_stage"] = 3
+    elif re.search(rf"{L}shard_grad_op{R}", low):
+        out["zero_stage"] = 2
+    tp = _par(
+        low,
+        rf"tp|tensor{SEP}parallel(?:ism)?(?:{SEP}size)?|tensor{SEP}model{SEP}parallel(?:{SEP}size)?|张量并行|tensor_parallel_size",
+    )
+    pp = _par(
+        low, rf"pp|pipeline{SEP}parallel(?:ism)?(?:{SEP}size)?|流水线并行|流水并行|pipeline_parallel_size"
+    )
+    dp = _par(low, rf"dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?|数据并行")
+    cp = _par(low, rf"cp|context{SEP}parallel(?:ism)?(?:{SEP}size)?|上下文并行")
+    ep = _par(low, rf"ep|expert{SEP}parallel(?:ism)?(?:{SEP}size)?|专家并行")
+    for key, value in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep)):
+        if value:
+            out[key] = value
+    if dp:
+        out["num_gpus"] = dp * (tp or 1) * (pp or 1) * (cp or 1)
+    if re.search(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}", low):
+        out["sequence_parallel"] = True
+    target = "nvme" if re.search(rf"{L}nvme{R}", low) else "cpu"
+    if re.search(
+        rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)",
+        low,
+    ):
+        out["offload_params"] = target
+    if re.search(
+        rf"{L}(?:cpu|nvme){SEP}offload|{L}offload|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload", low
+    ):
+        out["offload_optimizer"] = target
+    return out
+
+
+# --- things that do not change peak memory ------------------------------------------------------------
+
+
+def no_effect_fields(low: str) -> Fields:
+    out: Fields = {}
+    e = re.search(
+        rf"{L}{_NUM}{SEP}epochs?{R}|{L}(?:num{SEP}train{SEP}epochs|num{SEP}epochs|epochs?){_IS}{_NUM}(?![0-9a-z])"
+        rf"|(?:训练|跑)?\s*{_NUM}\s*(?:个)?\s*(?:epoch|轮)|(?:训练轮数|轮数|epoch数)\s*(?:为|=|是)?\s*{_NUM}",
+        low,
+    )
+    if e:
+        out["epochs"] = float(next(g for g in e.groups() if g))
+    lr = re.search(
+        rf"{L}(?:learning{SEP}rate|lr){_IS}(\d+(?:\.\d+)?(?:e-?\d+)?){R}|学习率\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?(?:e-?\d+)?)",
+        low,
+    )
+    if lr:
+        value = float_value(lr.group(1) or lr.group(2))
+        if value is not None:
+            out["learning_rate"] = value
+    ga = re.search(
+        rf"{L}(?:gradient{SEP}accumulation(?:{SEP}steps)?|grad{SEP}accum(?:ulation)?(?:{SEP}steps)?|ga{SEP}steps|ga){_IS}(\d+){R}"
+        rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:)?\s*(\d+)",
+        low,
+    )
+    if ga:
+        out["gradient_accumulation_steps"] = int(next(g for g in ga.groups() if g))
+    w = re.search(rf"{L}warmup(?:{SEP}steps)?{_IS}(\d+){R}", low)
+    if w:
+        out["warmup_steps"] = int(w.group(1))
+    return out
+
+
+EXTRACTORS: tuple[Extractor, ...] = (
+    task_fields,
+    dtype_fields,
+    optimizer_fields,
+    lora_fields,
+    shape_fields,
+    activation_fields,
+    parallel_fields,
+    no_effect_fields,
+)
+
+
+def stated_fields(low: str) -> Fields:
+    """All fields the question states, merged over the extractors."""
+    out: Fields = {}
+    for extract in EXTRACTORS:
+        out.update(extract(low))
+    return out
+
+
+def parse_int(text: str) -> int | None:
+    return plain_int(text)

@@ -1,0 +1,107 @@
+"""Follow-ups: merge what a new question states into the previous question's stated scenario.
+
+"what about with LoRA?", "那如果用两张卡呢?", "and at 32k context?", "换成4090呢", "batch 16?" change
+one or two fields of the previous scenario. A question that names a model and is not phrased as a
+follow-up starts over. Only stated fields are kept (never the estimator's defaults), so defaults
+that depend on the task (QLoRA -> NF4 weights) are chosen again for the new scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.agent.offline.parser import ParsedQuestion
+from tools.scenario import Scenario
+
+TRAINING_TASKS = frozenset({"full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"})
+ADAPTER_TASKS = frozenset({"lora", "qlora"})
+
+
+@dataclass(frozen=True)
+class TaskSwitch:
+    """Fields that stop making sense when the task changes from one group to another."""
+
+    applies_to_new: frozenset[str]
+    drop: tuple[str, ...]
+    keep_if: frozenset[str] = frozenset()  # old tasks for which the fields stay
+
+    def dropped(self, old_task: str | None, new_task: str) -> tuple[str, ...]:
+        if new_task in self.applies_to_new and old_task not in self.keep_if:
+            return self.drop
+        return ()
+
+
+# QLoRA's 4-bit base and LoRA's adapters do not carry over to a task without them; training
+# settings do not carry over to inference, nor serving settings to training.
+TASK_SWITCHES: tuple[TaskSwitch, ...] = (
+    TaskSwitch(
+        applies_to_new=frozenset(TRAINING_TASKS - ADAPTER_TASKS) | {"inference"},
+        drop=("lora_rank", "lora_targets", "dora", "lora_alpha", "lora_dropout"),
+    ),
+    TaskSwitch(
+        applies_to_new=frozenset(TRAINING_TASKS - {"qlora"}) | {"inference"},
+        drop=("weight_dtype", "quant_method", "double_quant", "quant_group_size"),
+        keep_if=frozenset(TRAINING_TASKS - {"qlora"}) | {"inference"},
+    ),
+    TaskSwitch(
+        applies_to_new=frozenset({"qlora"}),
+        drop=("weight_dtype", "quant_method"),
+    ),
+    TaskSwitch(
+        applies_to_new=frozenset({"inference"}),
+        drop=(
+            "optimizer",
+            "precision_recipe",
+            "gradient_checkpointing",
+            "recompute",
+            "zero_stage",
+            "offload_optimizer",
+            "epochs",
+            "gradient_accumulation_steps",
+            "learning_rate",
+            "warmup_steps",
+            "global_batch_size",
+            "trainable_layers",
+            "num_generations",
+        ),
+    ),
+    TaskSwitch(
+        applies_to_new=TRAINING_TASKS,
+        drop=("kv_dtype", "max_new_tokens", "gpu_memory_utilization"),
+        keep_if=TRAINING_TASKS,
+    ),
+)
+
+
+def stated_of(scenario: Scenario | None) -> dict[str, Any]:
+    return scenario.stated() if scenario is not None else {}
+
+
+def is_followup(parsed: ParsedQuestion, previous: Scenario | None) -> bool:
+    """Modify the previous scenario, or start over?"""
+    if previous is None or parsed.intent != "estimate":
+        return False
+    if "model" not in parsed.scenario:
+        return True  # no subject of its own: it can only be about the previous question
+    return parsed.followup  # "what about Llama-3-70B?", "换成Qwen2.5-14B呢"
+
+
+def merge_followup(previous: Scenario | None, parsed: ParsedQuestion) -> dict[str, Any]:
+    """The stated fields of the scenario to estimate now."""
+    if not is_followup(parsed, previous):
+        return dict(parsed.scenario)
+    merged = stated_of(previous)
+    new = parsed.scenario
+    new_task = new.get("task")
+    if new_task and new_task != merged.get("task"):
+        old_task = merged.get("task")
+        for switch in TASK_SWITCHES:
+            for field in switch.dropped(old_task, new_task):
+                if field not in new:
+                    merged.pop(field, None)
+    if "model" in new and new["model"] != merged.get("model"):
+        merged.pop("params", None)
+        merged.pop("architecture", None)
+    merged.update(new)  # "换成4090呢" keeps the number of cards; "两张卡呢" keeps the card
+    return merged

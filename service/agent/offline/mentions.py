@@ -1,0 +1,206 @@
+"""Model and GPU mentions in free text -> the names the catalog accepts.
+
+The parser only normalises what the user typed ("llama3 70b" -> "llama-3-70b", "千问2.5-14B" ->
+"qwen2.5-14b", "2x H100 80GB" -> gpu "h100-80gb", 2 GPUs); the estimator's catalog resolves
+the name (and answers an unknown one with near names). Patterns are matched on lower-cased text
+with ASCII-only word boundaries, because Han characters count as word characters in `re`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.agent.offline.numbers import EN_COUNT_WORD, ZH_NUMERAL, count_word, param_count, size_label
+
+L = r"(?<![a-z0-9.])"  # left boundary: not after an ASCII letter/digit
+R = r"(?![a-z0-9])"  # right boundary: not before an ASCII letter/digit
+SEP = r"[\s_\-]*"
+SIZE = r"(\d+(?:\.\d+)?)\s*b"
+
+
+@dataclass(frozen=True)
+class Mention:
+    value: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """One model family: a pattern and how a match becomes a catalog-style name."""
+
+    pattern: re.Pattern[str]
+    name: Callable[[re.Match[str]], str]
+
+
+def _v(version: str | None) -> str:
+    return version.replace(" ", "") if version else ""
+
+
+def _rule(pattern: str, name: Callable[[re.Match[str]], str]) -> ModelRule:
+    return ModelRule(re.compile(pattern), name)
+
+
+def _qwen(m: re.Match[str]) -> str:
+    version, size, active = m.group(1), m.group(2), m.group(3)
+    base = f"qwen{_v(version)}-{size}b"
+    return f"{base}-{active.replace(' ', '').replace('-', '')}" if active else base
+
+
+def _deepseek(m: re.Match[str]) -> str:
+    tag = re.sub(SEP, "", m.group(1))
+    return {"v2lite": "deepseek-v2-lite", "r1": "deepseek-r1"}.get(tag, f"deepseek-{tag}")
+
+
+def _phi(m: re.Match[str]) -> str:
+    version, variant = m.group(1), m.group(2)
+    return f"phi-{version}-{variant}" if variant else f"phi-{version}"
+
+
+# Order matters: more specific families first (tinyllama before llama, mixtral before mistral).
+MODEL_RULES: tuple[ModelRule, ...] = (
+    _rule(rf"{L}(?:mixtral{SEP})?8\s*[x×]\s*(7|22)\s*b{R}", lambda m: f"mixtral-8x{m.group(1)}b"),
+    _rule(rf"{L}tiny{SEP}llama(?:{SEP}1\.1\s*b)?{R}", lambda m: "tinyllama-1.1b"),
+    _rule(
+        rf"{L}(?:meta{SEP})?(?:code{SEP})?llama{SEP}(\d(?:\.\d)?){SEP}(?:chat{SEP}|instruct{SEP})?{SIZE}{R}",
+        lambda m: f"llama-{m.group(1)}-{m.group(2)}b",
+    ),
+    _rule(rf"{L}llama{SEP}(\d(?:\.\d)?){R}", lambda m: {"3.3": "llama-3.3-70b"}.get(m.group(1), "")),
+    _rule(
+        rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?)?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
+        _qwen,
+    ),
+    _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
+    _rule(rf"{L}deepseek{SEP}(v2{SEP}lite|v2\.5|v2|v3(?:\.1)?|r1){R}", _deepseek),
+    _rule(rf"{L}chatglm(\d){SEP}{SIZE}{R}", lambda m: f"chatglm{m.group(1)}-{m.group(2)}b"),
+    _rule(rf"{L}glm{SEP}(\d){SEP}{SIZE}{R}", lambda m: f"glm-{m.group(1)}-{m.group(2)}b"),
+    _rule(rf"{L}yi{SEP}(?:1\.5{SEP})?{SIZE}{R}", lambda m: f"yi-{m.group(1)}b"),
+    _rule(rf"(?:{L}baichuan|百川){SEP}2?{SEP}{SIZE}{R}", lambda m: f"baichuan2-{m.group(1)}b"),
+    _rule(
+        rf"(?:{L}internlm|书生浦语|书生·浦语){SEP}(2\.5|2|3)?{SEP}{SIZE}{R}",
+        lambda m: f"internlm{m.group(1) or '2.5'}-{m.group(2)}b",
+    ),
+    _rule(
+        rf"{L}gemma{SEP}(\d)?{SEP}{SIZE}{R}",
+        lambda m: f"gemma-{m.group(1)}-{m.group(2)}b" if m.group(1) else f"gemma-{m.group(2)}b",
+    ),
+    _rule(rf"{L}phi{SEP}(\d(?:\.\d)?)(?:{SEP}(mini|small|medium))?{R}", _phi),
+    _rule(
+        rf"{L}gpt{SEP}2(?:{SEP}(medium|large|xl))?{R}",
+        lambda m: "gpt2" + (f"-{m.group(1)}" if m.group(1) else ""),
+    ),
+    _rule(rf"{L}falcon{SEP}{SIZE}{R}", lambda m: f"falcon-{m.group(1)}b"),
+    _rule(rf"{L}mistral{SEP}(?:v0\.\d{SEP})?{SIZE}{R}", lambda m: f"mistral-{m.group(1)}b"),
+    _rule(rf"{L}mistral{R}(?!{SEP}(?:nemo|small|large))", lambda m: "mistral-7b"),
+)
+
+# An unknown but model-shaped token ("foobar-13b"): passed on so the catalog can suggest near names.
+_GENERIC_MODEL = re.compile(rf"{L}([a-z][a-z0-9.]*(?:[_\-][a-z0-9.]+)*[_\-]\d+(?:\.\d+)?b){R}")
+# A bare size: "7B", "1.5b", "70 billion", "70亿", "700亿参数".
+_BARE_SIZE = re.compile(rf"{L}(\d+(?:\.\d+)?)\s*(b|bn|billion){R}|(\d+(?:\.\d+)?)\s*(千亿|百亿|亿)")
+
+
+def find_model(low: str) -> Mention | None:
+    """The first model family mention, else a model-shaped unknown name."""
+    best: Mention | None = None
+    for rule in MODEL_RULES:
+        for m in rule.pattern.finditer(low):
+            name = rule.name(m)
+            if name and (best is None or m.start() < best.start):
+                best = Mention(name, m.start(), m.end())
+                break
+    if best is not None:
+        return best
+    m = _GENERIC_MODEL.search(low)
+    if m and not re.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
+        return Mention(m.group(1), m.start(), m.end())
+    return None
+
+
+def find_bare_size(low: str, skip: list[tuple[int, int]]) -> Mention | None:
+    """'7B' / '70亿' outside any span already explained (a model name, 'A3B')."""
+    for m in _BARE_SIZE.finditer(low):
+        if any(s <= m.start() < e for s, e in skip):
+            continue
+        text = (m.group(1) + m.group(2)) if m.group(1) else (m.group(3) + m.group(4))
+        n = param_count(text)
+        if n:
+            return Mention(size_label(n), m.start(), m.end())
+    return None
+
+
+# --- GPUs -------------------------------------------------------------------------------------------
+
+_GPU_NAMES = (
+    "gh200|gb200|b200|b100|h200|h100|h800|h20|a100|a800|a10g|a10|a30|a40|a6000|l40s|l40|l20|l4|t4|"
+    "v100|p100|p40|mi300x|mi325x|mi250x|mi250|mi210|910b|910c|"
+    "5090|5080|4090|4080|4070|4060|3090|3080|3070|3060|2080"
+)
+_GPU = re.compile(
+    rf"(?:{L}nvidia\s*)?(?:{L}(?:geforce\s*)?rtx\s*|{L}tesla\s*|昇腾\s*|{L}ascend\s*|{L}amd\s*|{L}instinct\s*)?"
+    rf"{L}({_GPU_NAMES})(?=\s*(?:d|ti|ada){R}|s{R}|[^a-z0-9]|$)(\s*d{R}|\s*ti{R}|\s*ada{R})?"
+    rf"(?:[\s\-_]*(?:pcie|sxm\d?|nvl))?(?:[\s\-_]*\(?(\d{{2,3}})\s*(?:gb|g|gib){R}\)?)?"
+)
+_ZH_COUNT_BEFORE = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块|卡|台)\s*(?:卡|显卡)?\s*$")
+_EN_COUNT_BEFORE = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
+_COUNT_AFTER = re.compile(
+    rf"^(?:s{R})?\s*(?:gpus?|cards?|显卡|卡)?\s*(?:[x×*]\s*(\d+)|({ZH_NUMERAL}|\d+)\s*(?:张|块|卡))"
+)
+_EN_COUNT_ANY = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}")
+_ZH_COUNT_ANY = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡")
+_SINGLE = re.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
+_NODES = re.compile(
+    rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
+)
+
+
+@dataclass(frozen=True)
+class GpuMention:
+    gpu: str | None
+    count: int | None
+
+
+def _gpu_name(m: re.Match[str]) -> str:
+    base = m.group(1)
+    suffix = (m.group(2) or "").strip()
+    if suffix == "d":
+        base += "d"
+    elif suffix == "ti":
+        base += "-ti"
+    elif suffix == "ada" and base == "a6000":
+        base = "rtx-6000-ada"
+    memory = m.group(3)
+    return f"{base}-{memory}gb" if memory else base
+
+
+def find_gpu(low: str) -> GpuMention:
+    """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
+    gpu: str | None = None
+    count: int | None = None
+    m = _GPU.search(low)
+    if m:
+        gpu = _gpu_name(m)
+        before, after = low[: m.start()], low[m.end() :]
+        cb = _ZH_COUNT_BEFORE.search(before) or _EN_COUNT_BEFORE.search(before)
+        ca = _COUNT_AFTER.search(after)
+        if cb:
+            count = count_word(cb.group(1))
+        elif ca:
+            count = count_word(ca.group(1) or ca.group(2))
+    if count is None:
+        if _SINGLE.search(low):
+            count = 1
+        else:
+            any_m = _EN_COUNT_ANY.search(low) or _ZH_COUNT_ANY.search(low)
+            if any_m:
+                count = count_word(next(g for g in any_m.groups() if g))
+    nodes = _NODES.search(low)
+    if nodes and count:
+        n = count_word(next(g for g in nodes.groups() if g))
+        if n and n > 1:
+            count *= n
+    if count is not None and count < 1:
+        count = None
+    return GpuMention(gpu, count)

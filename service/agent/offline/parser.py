@@ -1,0 +1,139 @@
+"""Question -> ParsedQuestion: intent, the Scenario fields the user stated, concept topic, language.
+
+Deterministic and pure. Only what the user said goes into `scenario`; the estimator fills
+every default and lists it as an assumption.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from service.agent.events import Language
+from service.agent.offline.fields import _LORA, _QLORA, RL_LORA_DEFAULT_RANK, RL_TASKS, stated_fields
+from service.agent.offline.kb import match_topic
+from service.agent.offline.language import detect_language
+from service.agent.offline.mentions import L, R, find_bare_size, find_gpu, find_model
+
+_NO_EFFECT_KEYS = frozenset(
+    {"epochs", "learning_rate", "gradient_accumulation_steps", "warmup_steps", "lora_alpha", "lora_dropout"}
+)
+
+Intent = Literal["estimate", "concept", "list_gpus", "list_models", "greeting", "unknown"]
+
+
+class ParsedQuestion(BaseModel):
+    question: str
+    language: Language
+    intent: Intent
+    scenario: dict[str, Any] = Field(default_factory=dict)  # only the Scenario fields the user stated
+    topic: str | None = None  # knowledge-base topic for intent == "concept"
+    model_mention: str | None = None  # the model as the user named it (normalised), if any
+    followup: bool = False  # phrased as a change to the previous question ("what about...", "...呢")
+    filled: dict[str, str] = Field(default_factory=dict)  # field -> why the parser chose a value (an assumption)
+
+
+def normalise(text: str) -> str:
+    """NFKC (full-width digits and punctuation to ASCII), lower case, one space between words."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = text.replace("—", "-").replace("–", "-").replace("×", "x")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+_STRONG_CONCEPT = re.compile(
+    rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb){R}"
+    r"|为什么|为何|什么是|是什么|解释|原理|区别|怎么理解|什么意思|啥意思|有什么不同|差别"
+)
+_SOFT_CONCEPT = re.compile(
+    rf"{L}(?:does|do|is|are|can|should|will)\b.*{L}(?:change|affect|increase|reduce|matter|shrink|save|help|use)"
+    rf"|会不会|是否|影响|吗|能省|省显存|有用"
+)
+_ESTIMATE_FORM = re.compile(
+    rf"{L}(?:how much|how many|fit|fits|enough|need|needs|required|requirement|estimate|can i|will it|vram|memory){R}"
+    r"|多少|够不够|够吗|能不能|能否|可以吗|放得下|装得下|跑得动|跑得起|显存需求|需要|几张|多大"
+)
+_LIST_GPUS = re.compile(
+    rf"{L}(?:which|what|list)\s+(?:gpus|cards|graphics cards)\b|{L}(?:supported|known)\s+gpus|支持哪些(?:显卡|gpu)|有哪些(?:显卡|gpu)|显卡列表"
+)
+_LIST_MODELS = re.compile(
+    rf"{L}(?:which|what|list)\s+models\b|{L}(?:supported|known)\s+models|支持哪些模型|有哪些模型|模型列表"
+)
+_GREETING = re.compile(rf"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
+_FOLLOWUP = re.compile(
+    rf"^(?:and|what about|how about|then|instead|with|same|now|ok|so)\b|{L}(?:what about|how about|instead|rather)\b|"
+    r"^(?:那|如果|换成|改成|改用|换|用|再)|呢[?？。]?$|换成|改成|改用"
+)
+
+
+def parse_question(question: str, language: Language | None = None) -> ParsedQuestion:
+    low = normalise(question)
+    lang: Language = language or detect_language(question)
+    fields: dict[str, Any] = stated_fields(low)
+
+    model = find_model(low)
+    skip = [(model.start, model.end)] if model else []
+    skip += [(m.start(), m.end()) for m in re.finditer(rf"{L}a\d+(?:\.\d+)?b{R}", low)]
+    size = None if model else find_bare_size(low, skip)
+    gpu = find_gpu(low)
+    if model:
+        fields["model"] = model.value
+    elif size:
+        fields["model"] = size.value
+    if gpu.gpu:
+        fields["gpu"] = gpu.gpu
+    elif re.search(rf"{L}colab{R}", low):
+        fields["gpu"] = "t4"
+    if gpu.count and "num_gpus" not in fields:
+        fields["num_gpus"] = gpu.count
+    if fields.get("task") == "qlora" and fields.get("weight_dtype") == "int4":
+        fields["weight_dtype"] = "nf4"  # QLoRA's "4-bit" is NF4 (Dettmers et al. 2023)
+    if fields.get("task") in ("lora", "full_finetune", "freeze") and fields.get("weight_dtype") == "nf4":
+        fields["task"] = "qlora"
+    if fields.get("task") == "lora" and fields.get("weight_dtype") == "int4" and "quant_method" not in fields:
+        fields["task"], fields["weight_dtype"] = "qlora", "nf4"  # LoRA on a 4-bit base is QLoRA
+
+    filled: dict[str, str] = {}
+    if fields.get("task") in RL_TASKS and "lora_rank" not in fields and (_LORA.search(low) or _QLORA.search(low)):
+        fields["lora_rank"] = RL_LORA_DEFAULT_RANK
+        filled["lora_rank"] = "LoRA named for an RL method without a rank: PEFT LoraConfig default r=8"
+
+    topic = match_topic(low)
+    has_subject = "model" in fields
+    intent = _intent(low, topic, has_subject, fields)
+    if intent == "concept":
+        fields = {}
+    return ParsedQuestion(
+        question=question,
+        language=lang,
+        intent=intent,
+        scenario=fields if intent == "estimate" else {},
+        topic=topic if intent == "concept" else None,
+        model_mention=fields.get("model"),
+        followup=bool(_FOLLOWUP.search(low)),
+        filled=filled if intent == "estimate" else {},
+    )
+
+
+def _intent(low: str, topic: str | None, has_subject: bool, fields: dict[str, Any]) -> Intent:
+    if _LIST_GPUS.search(low):
+        return "list_gpus"
+    if _LIST_MODELS.search(low):
+        return "list_models"
+    if topic:
+        strong = bool(_STRONG_CONCEPT.search(low))
+        soft = bool(_SOFT_CONCEPT.search(low))
+        asks_figure = bool(_ESTIMATE_FORM.search(low))
+        if strong and not (has_subject and "gpu" in fields and asks_figure):
+            return "concept"
+        if soft and not (has_subject and asks_figure):
+            return "concept"
+        if not has_subject and "gpu" not in fields and not set(fields) - _NO_EFFECT_KEYS:
+            return "concept"
+    if has_subject or fields:
+        return "estimate"
+    if _GREETING.match(low):
+        return "greeting"
+    return "unknown"

@@ -1,0 +1,459 @@
+"""Templated answers from an Estimate, in English or Chinese (templates in prompts/<lang>/).
+
+Pure presentation: every figure comes from the Estimate and is formatted with `tools.units`
+(GiB with 2 decimals; decimal GB with 1 decimal only beside a decimal rule of thumb). No memory
+arithmetic happens here. The LLM agent reuses `render_answer` for its fallback answer.
+
+Chinese answers are fully Chinese: component labels, verdicts, assumption reasons, planner
+changes (composed from `Suggestion.scenario_changes` via prompts/zh/labels.toml, never by
+translating the planner's English text) and no-effect explanations (prompts/zh/no_effect.json).
+"""
+
+from __future__ import annotations
+
+from string import Template
+from typing import Any
+
+from service.agent.prompt_files import load_toml
+from tools.errors import ScenarioError
+from tools.result import Component, Estimate, Suggestion
+from tools.units import fmt_count, fmt_gb, fmt_gib
+
+_MISSING = "n/a"
+
+
+def _tpl(language: str, section: str, key: str) -> str:
+    """A template; an empty string in a language's file means "leave this line out" there."""
+    table = load_toml(_lang(language), "answer.toml").get(section, {})
+    if key in table:
+        return str(table[key])
+    return str(load_toml("en", "answer.toml").get(section, {}).get(key, ""))
+
+
+def _fill(language: str, section: str, key: str, **values: Any) -> str:
+    text = _tpl(language, section, key)
+    return Template(text).safe_substitute({k: str(v) for k, v in values.items()}) if text else ""
+
+
+def _labels(language: str, section: str) -> dict[str, Any]:
+    return dict(load_toml(_lang(language), "labels.toml").get(section, {}))
+
+
+def _lang(language: str | None) -> str:
+    return language if language in ("en", "zh") else "en"
+
+
+def fmt_bytes(n: int) -> str:
+    """'13,476,831,232'."""
+    return f"{n:,}"
+
+
+def _bool_word(value: bool, language: str) -> str:
+    return _tpl(language, "text", "true_word" if value else "false_word")
+
+
+def fmt_value(value: Any, language: str) -> str:
+    """A scenario value as shown in an answer (labels for enum values, Chinese yes/no words)."""
+    if isinstance(value, bool):
+        return _bool_word(value, language)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(v, language) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={fmt_value(v, language)}" for k, v in value.items())
+    if isinstance(value, int) and value >= 100_000:
+        return f"{value:,}"
+    labels = _labels(language, "value")
+    return str(labels.get(str(value), value))
+
+
+def task_label(task: str | None, language: str) -> str:
+    return str(_labels(language, "task").get(task or "", task or ""))
+
+
+def component_label(component: Component, language: str) -> str:
+    labels = _labels(language, "component")
+    if language == "en":
+        base = component.label or labels.get(component.name) or component.name.replace("_", " ")
+    else:
+        base = labels.get(component.name) or component.name.replace("_", " ")
+    if component.model_role:
+        role = _labels(language, "role").get(component.model_role, component.model_role)
+        base = f"{base} [{role}]" if language == "en" else f"{base}（{role}）"
+    return str(base)
+
+
+def _phase(phase: str, language: str) -> str:
+    return str(load_toml(_lang(language), "answer.toml").get("phase", {}).get(phase, phase))
+
+
+def _margin(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
+
+
+def change_text(suggestion: Suggestion, language: str) -> str:
+    """A planner change in the answer's language, from its scenario_changes (zh) or its own text (en)."""
+    if language == "en" or not suggestion.scenario_changes:
+        return suggestion.change
+    table = _labels(language, "change")
+    fields = _labels(language, "field")
+    changes = {k: v for k, v in suggestion.scenario_changes.items() if v is not None}
+    skip: set[str] = set()
+    if "task" in changes:  # the method implies its own quantisation and adapter defaults
+        skip |= IMPLIED_BY_TASK
+    if changes.get("gradient_checkpointing") is True:
+        skip.add("recompute")
+    ordered = sorted(changes.items(), key=lambda kv: kv[0] != "task")
+    parts: list[str] = []
+    for field, value in ordered:
+        if field in skip:
+            continue
+        key_value = f"{field}.{str(value).lower() if isinstance(value, bool) else value}"
+        template = table.get(key_value) or table.get(field) or table.get("_default", "${field} = ${value}")
+        parts.append(
+            Template(str(template)).safe_substitute(
+                field=fields.get(field, field), value=fmt_value(value, language)
+            )
+        )
+    return "，".join(parts)
+
+
+# Fields a planner change of method (task) sets along with it; the method's own label says them.
+IMPLIED_BY_TASK = frozenset(
+    {"weight_dtype", "quant_method", "double_quant", "lora_rank", "lora_targets", "trainable_layers"}
+)
+
+
+def _assumption_reason(field: str, reason: str, language: str) -> str:
+    if language == "en":
+        return reason
+    reasons = _labels(language, "assumption_reason")
+    return str(reasons.get(field) or reasons.get("_default", ""))
+
+
+def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
+    notes = estimate.no_effect
+    if language != "en" and notes:
+        try:
+            from tools.no_effect import no_effect_notes
+
+            notes = no_effect_notes(estimate.scenario, language=language) or notes
+        except (ImportError, KeyError, ValueError):
+            pass
+    return [_fill(language, "text", "no_effect", explanation=n.explanation) for n in notes]
+
+
+def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
+    """The answer as lines (the offline agent streams them one by one)."""
+    lang = _lang(language)
+    s = estimate.scenario
+    gpu_memory = fmt_gib(estimate.gpu.memory_bytes)
+    num_gpus = s.num_gpus or 1
+    lines: list[str] = [
+        _fill(
+            lang,
+            "text",
+            "header",
+            model=s.model or fmt_count(estimate.params_total),
+            params=fmt_count(estimate.params_total),
+            task=task_label(s.task, lang),
+            num_gpus=num_gpus,
+            gpu=estimate.gpu.name,
+            gpu_memory=gpu_memory,
+        ),
+        "",
+    ]
+    verdict_values = {
+        "total": fmt_gib(estimate.per_gpu.total_bytes),
+        "tensor_peak": fmt_gib(estimate.per_gpu.tensor_peak_bytes),
+        "phase": _phase(estimate.per_gpu.peak_phase, lang),
+        "gpu": estimate.gpu.name,
+        "gpu_memory": gpu_memory,
+        "headroom": fmt_gib(estimate.headroom_bytes),
+        "short": fmt_gib(-estimate.headroom_bytes),
+        "margin": _margin(estimate.safety_margin),
+    }
+    lines.append(_fill(lang, "text", "verdict_fits" if estimate.fits else "verdict_no_fit", **verdict_values))
+    if estimate.per_gpu.gpu_role and lang == "en" and num_gpus > 1:
+        lines.append(_fill(lang, "text", "gpu_role", role=estimate.per_gpu.gpu_role))
+    if estimate.min_gpus is not None:
+        lines.append(_fill(lang, "text", "min_gpus", gpu=estimate.gpu.name, min_gpus=estimate.min_gpus))
+    elif not estimate.fits:
+        lines.append(_fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name))
+    if estimate.gpu.alias_note:
+        lines.append(
+            _fill(
+                lang,
+                "text",
+                "gpu_note",
+                note=estimate.gpu.alias_note,
+                alias=s.gpu or estimate.gpu.id,
+                gpu_id=estimate.gpu.name,
+                gpu_memory=gpu_memory,
+            )
+        )
+    lines.append(
+        _fill(
+            lang,
+            "text",
+            "params_line",
+            total=fmt_count(estimate.params_total),
+            trainable=fmt_count(estimate.params_trainable),
+            active=fmt_count(estimate.params_active_per_token),
+        )
+    )
+    lines += ["", _tpl(lang, "text", "components_title")]
+    tensors = [c for c in estimate.components if c.kind == "tensor"]
+    overheads = [c for c in estimate.components if c.kind != "tensor"]
+    for c in tensors:
+        lines += _component_lines(c, lang)
+    if overheads:
+        lines.append(_tpl(lang, "text", "overhead_title"))
+        for c in overheads:
+            lines += _component_lines(c, lang)
+    lines.append(
+        _fill(
+            lang,
+            "text",
+            "sum_line",
+            tensor_peak=fmt_gib(estimate.per_gpu.tensor_peak_bytes),
+            overhead=fmt_gib(estimate.per_gpu.total_bytes - estimate.per_gpu.tensor_peak_bytes),
+            total=fmt_gib(estimate.per_gpu.total_bytes),
+        )
+    )
+    if estimate.suggestions:
+        lines += ["", _tpl(lang, "text", "suggestions_title" if not estimate.fits else "suggestions_title_fits")]
+        for n, sug in enumerate(estimate.suggestions, 1):
+            lines.append(
+                _fill(
+                    lang,
+                    "text",
+                    "suggestion",
+                    n=n,
+                    change=change_text(sug, lang),
+                    total=fmt_gib(sug.total_bytes),
+                    num_gpus=sug.num_gpus,
+                    verdict=_tpl(lang, "text", "fits_word" if sug.fits else "no_fit_word"),
+                )
+            )
+            if sug.rationale and _tpl(lang, "text", "suggestion_rationale"):
+                lines.append(_fill(lang, "text", "suggestion_rationale", rationale=sug.rationale))
+    no_effect = _no_effect_lines(estimate, lang)
+    if no_effect:
+        lines += ["", _tpl(lang, "text", "no_effect_title"), *no_effect]
+    if estimate.serving is not None:
+        sv = estimate.serving
+        lines += [
+            "",
+            _fill(lang, "text", "serving_title", utilization=f"{sv.gpu_memory_utilization:.2f}"),
+            _fill(lang, "text", "serving_reserved", reserved=fmt_gib(sv.reserved_bytes), kv=fmt_gib(sv.kv_cache_bytes)),
+            _fill(
+                lang,
+                "text",
+                "serving_tokens",
+                kv_per_token=_fmt_small(sv.kv_bytes_per_token),
+                max_tokens=f"{sv.max_kv_tokens:,}",
+            ),
+            _fill(
+                lang,
+                "text",
+                "serving_sequences",
+                seq_len=f"{s.seq_len:,}" if s.seq_len else "?",
+                max_seqs=f"{sv.max_concurrent_sequences:,}",
+                max_context=f"{sv.max_context_at_batch_1:,}",
+            ),
+        ]
+    if estimate.assumptions:
+        lines += ["", _tpl(lang, "text", "assumptions_title")]
+        fields = _labels(lang, "field")
+        for a in estimate.assumptions:
+            lines.append(
+                _fill(
+                    lang,
+                    "text",
+                    "assumption",
+                    field=fields.get(a.field, a.field),
+                    value=fmt_value(a.value, lang),
+                    reason=_assumption_reason(a.field, a.reason, lang),
+                )
+            )
+    if estimate.notes and _tpl(lang, "text", "notes_title") and lang == "en":
+        lines += ["", _tpl(lang, "text", "notes_title")]
+        lines += [_fill(lang, "text", "note", note=n) for n in estimate.notes]
+    if estimate.accuracy_note and lang == "en":
+        lines += ["", _fill(lang, "text", "accuracy", note=estimate.accuracy_note)]
+    return [line for line in lines if line is not None]
+
+
+def _fmt_small(n_bytes: int) -> str:
+    """Per-token sizes: '128.00 KiB' / '0.50 MiB' style (binary units)."""
+    if n_bytes >= 1024**2:
+        return f"{n_bytes / 1024**2:.2f} MiB"
+    return f"{n_bytes / 1024:.2f} KiB"
+
+
+def _component_lines(c: Component, language: str) -> list[str]:
+    out = [_fill(language, "text", "component", label=component_label(c, language), gib=fmt_gib(c.bytes), bytes=fmt_bytes(c.bytes))]
+    if c.formula or c.substituted:
+        out.append(_fill(language, "text", "component_formula", formula=c.formula, substituted=c.substituted))
+    if c.source:
+        out.append(_fill(language, "text", "component_source", source=c.source))
+    if c.note and _tpl(language, "text", "component_note") and language == "en":
+        out.append(_fill(language, "text", "component_note", note=c.note))
+    return out
+
+
+def render_answer(estimate: Estimate, language: str) -> str:
+    """The full templated answer for one estimate."""
+    return "\n".join(render_answer_lines(estimate, language)).rstrip() + "\n"
+
+
+# --- errors ------------------------------------------------------------------------------------------
+
+
+def render_error(error: ScenarioError | dict[str, Any], language: str) -> str:
+    """A clear, one-paragraph message: what was wrong, near names, what is accepted. Never a traceback."""
+    lang = _lang(language)
+    data = error.to_dict() if isinstance(error, ScenarioError) else dict(error)
+    field = str(data.get("field") or "")
+    if field == "model" and not data.get("message"):
+        return _tpl(lang, "error", "missing_model")
+    fields = _labels(lang, "field")
+    message = str(data.get("message") or data.get("error") or "")
+    label = fields.get(field, field)
+    parts = [_fill(lang, "error", "title", message=f"{label}: {message}" if field else message)]
+    suggestions = data.get("suggestions") or []
+    if suggestions:
+        parts.append(_fill(lang, "error", "suggestions", suggestions=", ".join(map(str, suggestions))))
+    if data.get("accepted"):
+        parts.append(_fill(lang, "error", "accepted", accepted=data["accepted"]))
+    return " ".join(parts)
+
+
+def render_missing_model(language: str) -> str:
+    return _tpl(_lang(language), "error", "missing_model")
+
+
+# --- concepts, help, lists ----------------------------------------------------------------------------
+
+
+def concept_values(estimate: Estimate | None, prefix: str = "") -> dict[str, str]:
+    """Placeholders a knowledge-base text may cite from an example estimate."""
+    if estimate is None:
+        return {}
+    values: dict[str, str] = {
+        f"{prefix}model": estimate.scenario.model or fmt_count(estimate.params_total),
+        f"{prefix}params": fmt_count(estimate.params_total),
+        f"{prefix}params_active": fmt_count(estimate.params_active_per_token),
+        f"{prefix}gpu": estimate.gpu.name,
+        f"{prefix}total": fmt_gib(estimate.per_gpu.total_bytes),
+        f"{prefix}tensor_peak": fmt_gib(estimate.per_gpu.tensor_peak_bytes),
+    }
+    for c in estimate.components:
+        values.setdefault(f"{prefix}c_{c.name}", fmt_gib(c.bytes))
+        values.setdefault(f"{prefix}c_{c.name}_gb", fmt_gb(c.bytes))
+    states = [c for c in estimate.components if c.name in MODEL_STATE_COMPONENTS]
+    if states:
+        total_states = sum(c.bytes for c in states)
+        values[f"{prefix}model_states"] = fmt_gib(total_states)
+        values[f"{prefix}model_states_gb"] = fmt_gb(total_states)
+        if estimate.params_trainable:
+            values[f"{prefix}bytes_per_param"] = f"{total_states / estimate.params_trainable:.1f}"
+    if estimate.serving is not None:
+        values[f"{prefix}kv_per_token"] = _fmt_small(estimate.serving.kv_bytes_per_token)
+    return values
+
+
+# Model states: what the 16x rule counts (ZeRO paper sec. 3.1). Names as the estimator emits them.
+MODEL_STATE_COMPONENTS = frozenset({"weights", "gradients", "optimizer_states", "master_weights"})
+
+
+def _figure_block(estimate: Estimate, language: str, title_key: str, example: str) -> list[str]:
+    lines = [_fill(language, "concept", title_key, example=example)]
+    for c in estimate.components:
+        lines.append(_fill(language, "concept", "figure", label=component_label(c, language), gib=fmt_gib(c.bytes)))
+    lines.append(
+        _fill(
+            language,
+            "concept",
+            "total",
+            total=fmt_gib(estimate.per_gpu.total_bytes),
+            verdict=_tpl(language, "text", "fits_word" if estimate.fits else "no_fit_word"),
+            num_gpus=estimate.scenario.num_gpus or 1,
+            gpu=estimate.gpu.name,
+        )
+    )
+    return lines
+
+
+def describe_scenario(stated: dict[str, Any], language: str) -> str:
+    """'model = llama-2-7b, task = LoRA fine-tuning, ...' in the answer's language."""
+    fields = _labels(language, "field")
+    parts = []
+    for key, value in stated.items():
+        shown = task_label(value, language) if key == "task" else fmt_value(value, language)
+        parts.append(f"{fields.get(key, key)} = {shown}")
+    return ", ".join(parts) if language == "en" else "，".join(parts)
+
+
+def render_scenario_line(stated: dict[str, Any], language: str, followup: bool = False) -> str:
+    """The first line of an estimate answer: what was understood (streamed before the estimator runs)."""
+    lang = _lang(language)
+    return _fill(lang, "text", "scenario_followup" if followup else "scenario_stated", stated=describe_scenario(stated, lang))
+
+
+def render_concept_lines(
+    body: str,
+    language: str,
+    example: Estimate | None = None,
+    compare: Estimate | None = None,
+    example_stated: dict[str, Any] | None = None,
+    compare_stated: dict[str, Any] | None = None,
+) -> list[str]:
+    """A knowledge-base text with the example's tool figures filled in, then the figures themselves."""
+    lang = _lang(language)
+    values = {**concept_values(example), **concept_values(compare, "cmp_")}
+    text = Template(body).safe_substitute(values)
+    text = _strip_unfilled(text)
+    lines = text.rstrip().splitlines()
+    if example is not None:
+        lines += ["", *_figure_block(example, lang, "figures_title", describe_scenario(example_stated or {}, lang))]
+    if compare is not None:
+        lines += _figure_block(compare, lang, "compare_title", describe_scenario(compare_stated or {}, lang))
+    return lines
+
+
+def _strip_unfilled(text: str) -> str:
+    import re
+
+    return re.sub(r"\$\{[a-z_]+\}", _MISSING, text)
+
+
+def render_concept(body: str, language: str, example: Estimate | None = None, compare: Estimate | None = None) -> str:
+    return "\n".join(render_concept_lines(body, language, example, compare)).rstrip() + "\n"
+
+
+def render_help(kind: str, language: str) -> str:
+    """'greeting' or 'unknown'."""
+    return _tpl(_lang(language), "help", kind).rstrip() + "\n"
+
+
+def render_gpu_list(gpus: list[Any], language: str) -> str:
+    lang = _lang(language)
+    lines = [_fill(lang, "help", "gpus_title", count=len(gpus))]
+    for g in gpus:
+        memory = getattr(g, "memory_bytes", None)
+        lines.append(
+            _fill(lang, "help", "gpu_item", id=g.id, name=getattr(g, "name", g.id), memory=fmt_gib(memory) if memory else "?")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_model_list(models: list[Any], language: str) -> str:
+    lang = _lang(language)
+    lines = [_fill(lang, "help", "models_title", count=len(models))]
+    for m in models:
+        params = getattr(m, "params", None)
+        lines.append(_fill(lang, "help", "model_item", id=m.id, params=fmt_count(params) if params else "?"))
+    return "\n".join(lines) + "\n"

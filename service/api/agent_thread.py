@@ -1,0 +1,101 @@
+"""Runs agents on their own event loop in one background thread, so the serving loop stays free.
+
+The offline agent and the estimator are CPU-bound (a planner search is tens of milliseconds);
+run on the serving loop they would hold back every other stream's first event. Here they run on
+a dedicated loop; events cross back through an asyncio queue, so token streaming is preserved,
+and a consumer that stops early (client gone, terminal event) cancels the agent's task.
+One thread per app, started lazily, stopped by the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from service.agent.base import Agent, ConversationState
+from service.agent.events import AgentEvent, Language
+
+
+@dataclass
+class _Failure:
+    exc: BaseException
+
+
+_END = object()
+
+
+class AgentThread:
+    def __init__(self, name: str = "vramwise-agent") -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _ensure_started(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def stop(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+
+        async def _shutdown() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await loop.shutdown_asyncgens()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_shutdown(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+    async def stream(
+        self, agent: Agent, question: str, state: ConversationState, language: Language | None
+    ) -> AsyncIterator[AgentEvent]:
+        """`agent.stream(...)` run on the agent thread, consumed on the caller's loop."""
+        worker = self._ensure_started()
+        caller = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        def put(item: object) -> None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody listens
+                caller.call_soon_threadsafe(queue.put_nowait, item)
+
+        async def pump() -> None:
+            try:
+                async for ev in agent.stream(question, state, language):
+                    put(ev)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                put(_Failure(exc))
+            finally:
+                put(_END)
+
+        future: Future[None] = asyncio.run_coroutine_threadsafe(pump(), worker)
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    return
+                if isinstance(item, _Failure):
+                    raise item.exc
+                yield item  # type: ignore[misc]
+        finally:
+            if not future.done():
+                future.cancel()

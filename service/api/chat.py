@@ -1,0 +1,123 @@
+"""`POST /v1/chat`: a question in, Server-Sent Events out; stored conversations.
+
+Events (each `data` is JSON): `meta` {conversation_id, agent} first, then `scenario` (the
+Scenario), `estimate` (the Estimate), `token` {text}, `notice` {message, code}, and exactly one
+terminal event: `done` (the full Answer) or `error` {error, message, field, accepted, suggestions}.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from service.agent.events import (
+    AgentEvent,
+    DoneEvent,
+    ErrorEvent,
+    EstimateEvent,
+    NoticeEvent,
+    ScenarioEvent,
+    TokenEvent,
+)
+from service.api.deps import AgentDep, RunnerDep, StoreDep
+from service.api.errors import ApiError
+from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
+from service.api.turns import PreparedTurn, TurnRunner
+from service.store import StoredConversation
+
+router = APIRouter(tags=["chat"])
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+PING_SECONDS = 15
+
+
+def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
+    """The SSE event name and its JSON payload for one agent event."""
+    if isinstance(ev, ScenarioEvent):
+        return "scenario", ev.scenario.model_dump(mode="json", exclude_none=True)
+    if isinstance(ev, EstimateEvent):
+        return "estimate", ev.estimate.model_dump(mode="json")
+    if isinstance(ev, TokenEvent):
+        return "token", {"text": ev.text}
+    if isinstance(ev, NoticeEvent):
+        return "notice", {"message": ev.message, "code": ev.code}
+    if isinstance(ev, DoneEvent):
+        return "done", ev.answer.model_dump(mode="json")
+    if isinstance(ev, ErrorEvent):
+        return "error", {
+            "error": ev.message,
+            "message": ev.message,
+            "field": ev.field,
+            "accepted": ev.accepted,
+            "suggestions": ev.suggestions,
+        }
+    raise TypeError(f"unknown agent event {type(ev).__name__}")
+
+
+def _sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(event=name, data=json.dumps(payload, ensure_ascii=False))
+
+
+async def chat_events(
+    runner: TurnRunner, turn: PreparedTurn, agent_name: str
+) -> AsyncIterator[ServerSentEvent]:
+    yield _sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name})
+    async for ev in runner.run(turn):
+        yield _sse(*event_payload(ev))
+
+
+@router.post(
+    "/v1/chat",
+    summary="Ask a question; the answer streams as Server-Sent Events",
+    response_class=EventSourceResponse,
+    responses={
+        **sse_doc(
+            "An event stream that always ends with `done` or `error`:",
+            {
+                "meta": "{conversation_id, agent} -- send conversation_id back to ask a follow-up",
+                "scenario": "the Scenario the question was parsed into",
+                "estimate": "the Estimate (components, verdict, suggestions, assumptions)",
+                "token": "{text}: a piece of the answer text",
+                "notice": "{message, code}: out-of-band information (e.g. LLM fallback)",
+                "done": "the full Answer {question, language, scenario, estimate, answer, agent, conversation_id}",
+                "error": "{error, field, accepted, suggestions}: what was wrong and what is accepted",
+            },
+        ),
+        **ERROR_RESPONSES,
+    },
+)
+async def chat(
+    body: ChatRequest,
+    runner: RunnerDep,
+    agent: AgentDep,
+) -> EventSourceResponse:
+    turn = await runner.prepare(body.message, conversation_id=body.conversation_id, language=body.language)
+    return EventSourceResponse(chat_events(runner, turn, agent.name), ping=PING_SECONDS, headers=SSE_HEADERS)
+
+
+@router.get(
+    "/v1/conversations/{conversation_id}",
+    summary="A stored conversation: its turns and last scenario",
+    response_model=StoredConversation,
+    responses={404: ERROR_RESPONSES[404]},
+)
+async def get_conversation(conversation_id: str, store: StoreDep) -> StoredConversation:
+    stored = await store.get(conversation_id)
+    if stored is None:
+        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")
+    return stored
+
+
+@router.delete(
+    "/v1/conversations/{conversation_id}",
+    summary="Forget a stored conversation",
+    status_code=204,
+    responses={404: ERROR_RESPONSES[404]},
+)
+async def delete_conversation(conversation_id: str, store: StoreDep) -> None:
+    if not await store.delete(conversation_id):
+        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")

@@ -1,0 +1,146 @@
+"""Error responses: bad input gets a 4xx JSON body that says what was wrong and what is accepted.
+
+Shape everywhere: `{"error": message, "field", "accepted", "suggestions"}`; the OpenAI-compatible
+routes use OpenAI's `{"error": {"message", "type", "param", "code"}}` so SDKs surface the message.
+Unexpected exceptions are logged with their traceback and answered with a plain 500 message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tools.errors import ScenarioError
+
+log = logging.getLogger(__name__)
+
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+
+
+class ApiError(Exception):
+    """A request the service refuses, with the status and the fields of the error body."""
+
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        field: str | None = None,
+        accepted: str | None = None,
+        suggestions: list[str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.field = field
+        self.accepted = accepted
+        self.suggestions = list(suggestions or [])
+        self.code = code
+
+
+_OPENAI_TYPES = {400: "invalid_request_error", 404: "invalid_request_error", 422: "invalid_request_error"}
+
+
+def error_response(request: Request, err: ApiError) -> JSONResponse:
+    if request.url.path.startswith(OPENAI_PATHS):
+        body: dict[str, Any] = {
+            "error": {
+                "message": err.message,
+                "type": _OPENAI_TYPES.get(
+                    err.status_code, "server_error" if err.status_code >= 500 else "invalid_request_error"
+                ),
+                "param": err.field,
+                "code": err.code,
+            }
+        }
+    else:
+        body = {
+            "error": err.message,
+            "field": err.field,
+            "accepted": err.accepted,
+            "suggestions": err.suggestions,
+        }
+    return JSONResponse(body, status_code=err.status_code)
+
+
+def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    return ".".join(parts) or "body"
+
+
+def validation_error(exc: RequestValidationError) -> ApiError:
+    errors = exc.errors()
+    for e in errors:
+        if e.get("type") == "json_invalid":
+            ctx = e.get("ctx") or {}
+            reason = ctx.get("error", "invalid JSON")
+            return ApiError(
+                400,
+                f"malformed JSON in the request body: {reason}",
+                field="body",
+                accepted='a JSON object, e.g. {"message": "..."}',
+                code="malformed_json",
+            )
+    if not errors:
+        return ApiError(422, "invalid request", field="body", code="invalid_request")
+    problems = [f"{_loc_to_field(e.get('loc', ()))}: {e.get('msg', 'invalid value')}" for e in errors[:5]]
+    if len(errors) > 5:
+        problems.append(f"and {len(errors) - 5} more")
+    first = errors[0]
+    ctx = first.get("ctx") or {}
+    accepted = str(ctx["expected"]) if "expected" in ctx else None
+    return ApiError(
+        422,
+        "; ".join(problems),
+        field=_loc_to_field(first.get("loc", ())),
+        accepted=accepted,
+        code="invalid_request",
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(request, validation_error(exc))
+
+    @app.exception_handler(ScenarioError)
+    async def _scenario(request: Request, exc: ScenarioError) -> JSONResponse:
+        err = ApiError(
+            422,
+            exc.render(),
+            field=exc.field,
+            accepted=exc.accepted,
+            suggestions=exc.suggestions,
+            code="invalid_scenario",
+        )
+        return error_response(request, err)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no such endpoint: {request.method} {request.url.path} (see /docs)"
+        elif exc.status_code == 405:
+            detail = f"method {request.method} is not allowed on {request.url.path} (see /docs)"
+        resp = error_response(request, ApiError(exc.status_code, detail))
+        if exc.headers:
+            resp.headers.update(exc.headers)
+        return resp
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(
+            request,
+            ApiError(500, "internal error while handling the request; the details are in the service log"),
+        )

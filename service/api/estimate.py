@@ -1,0 +1,25 @@
+"""`POST /v1/estimate`: a Scenario in, an Estimate out. Deterministic, no LLM."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+
+from service.api.schemas import ERROR_RESPONSES
+from tools.result import Estimate
+from tools.scenario import Scenario
+
+router = APIRouter(tags=["estimator"])
+
+
+@router.post(
+    "/v1/estimate",
+    summary="Run the estimator on a scenario (no LLM)",
+    response_model=Estimate,
+    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+)
+async def estimate_scenario(scenario: Scenario) -> Estimate:
+    from tools.estimator import estimate
+
+    # CPU-bound (planner candidates): keep the event loop free for streams
+    return await run_in_threadpool(estimate, scenario)

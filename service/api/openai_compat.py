@@ -1,0 +1,239 @@
+"""OpenAI-compatible chat completions, so the official SDKs and chat front ends work unchanged.
+
+- `POST /v1/chat/completions` with `model: "vramwise"`, streaming (`chat.completion.chunk` events,
+  then `[DONE]`) or not. The last user message is the question.
+- Conversations: send `conversation_id` (returned in every response) to continue a stored one,
+  or `user` as a stable key (created on first use). Without either, the `messages` array is the
+  history: earlier user questions are re-parsed to restore the previous scenario.
+- `GET /v1/models` keeps OpenAI's meaning (the models this endpoint serves: `vramwise`); the
+  catalog of LLMs the estimator knows is at `GET /v1/catalog/models`.
+System messages are accepted and ignored: the agent's own prompts define its behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from service.agent.base import Turn
+from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
+from service.api.deps import RunnerDep
+from service.api.errors import ApiError
+from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
+from service.api.turns import PreparedTurn, TurnRunner
+
+router = APIRouter(tags=["openai-compatible"])
+
+MODEL_ID = "vramwise"
+MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: a fixed date for the model object
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+# ---- wire models (OpenAI's chat completion format) --------------------------------------------------
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(
+            str(p.get("text", "")) for p in self.content if p.get("type") in ("text", "input_text")
+        )
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "model": "vramwise",
+                    "messages": [{"role": "user", "content": "Llama-2-7B inference on a 4090?"}],
+                }
+            ]
+        },
+    )
+
+    model: str = Field(description="must be `vramwise`")
+    messages: list[ChatMessage] = Field(min_length=1, description="the last user message is the question")
+    stream: bool = False
+    user: str | None = Field(default=None, max_length=200, description="stable key of a stored conversation")
+    conversation_id: str | None = Field(
+        default=None, max_length=200, description="continue a stored conversation (VRAMwise extension)"
+    )
+    language: Language | None = Field(default=None, description="answer language (VRAMwise extension)")
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: Literal["stop"] = "stop"
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    conversation_id: str = Field(description="send it back to continue this conversation")
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+VRAMWISE_CARD = ModelCard(id=MODEL_ID, created=MODEL_CREATED, owned_by="vramwise")
+
+
+# ---- the request -> a prepared turn ---------------------------------------------------------------
+def _check_model(model: str) -> None:
+    if model != MODEL_ID:
+        raise ApiError(
+            404,
+            f"The model '{model}' does not exist on this endpoint; use '{MODEL_ID}'",
+            field="model",
+            accepted=MODEL_ID,
+            code="model_not_found",
+        )
+
+
+async def _prepare(req: ChatCompletionRequest, runner: TurnRunner) -> PreparedTurn:
+    _check_model(req.model)
+    last = req.messages[-1]
+    if last.role != "user":
+        raise ApiError(
+            422,
+            f"the last message must be the user's question (got role '{last.role}')",
+            field=f"messages.{len(req.messages) - 1}.role",
+            accepted="user",
+        )
+    field = f"messages.{len(req.messages) - 1}.content"
+    if req.conversation_id is not None:
+        return await runner.prepare(
+            last.text(), conversation_id=req.conversation_id, language=req.language, field=field
+        )
+    if req.user is not None:
+        return await runner.prepare(
+            last.text(), conversation_id=req.user, language=req.language, create_if_missing=True, field=field
+        )
+    history = [
+        Turn(role=m.role, content=m.text())  # type: ignore[arg-type]
+        for m in req.messages[:-1]
+        if m.role in ("user", "assistant")
+    ]
+    return await runner.prepare_from_history(last.text(), history, language=req.language, field=field)
+
+
+# ---- routes ---------------------------------------------------------------------------------------
+@router.post(
+    "/v1/chat/completions",
+    summary="OpenAI-compatible chat completion (model `vramwise`), streaming or not",
+    response_model=ChatCompletion,
+    responses={
+        **sse_doc(
+            "With `stream: true`: `chat.completion.chunk` objects as `data:` lines, then `data: [DONE]`. "
+            "Otherwise one `chat.completion` object.",
+            {},
+        ),
+        **OPENAI_ERROR_RESPONSES,
+    },
+)
+async def chat_completions(
+    req: ChatCompletionRequest, runner: RunnerDep
+) -> ChatCompletion | EventSourceResponse:
+    turn = await _prepare(req, runner)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    if req.stream:
+        return EventSourceResponse(
+            _chunks(runner, turn, completion_id, created), ping=15, headers=SSE_HEADERS
+        )
+    text = ""
+    async for ev in runner.run(turn):
+        if isinstance(ev, DoneEvent):
+            text = ev.answer.answer
+        elif isinstance(ev, ErrorEvent):
+            text = ev.message
+    return ChatCompletion(
+        id=completion_id,
+        created=created,
+        model=MODEL_ID,
+        choices=[Choice(message=AssistantMessage(content=text))],
+        conversation_id=turn.conversation_id,
+    )
+
+
+def _chunk(
+    completion_id: str, created: int, cid: str, delta: dict[str, Any], finish: str | None
+) -> ServerSentEvent:
+    body = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "conversation_id": cid,
+    }
+    return ServerSentEvent(data=json.dumps(body, ensure_ascii=False))
+
+
+async def _chunks(
+    runner: TurnRunner, turn: PreparedTurn, completion_id: str, created: int
+) -> AsyncIterator[ServerSentEvent]:
+    cid = turn.conversation_id
+    yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None)
+    streamed = False
+    async for ev in runner.run(turn):
+        if isinstance(ev, TokenEvent) and ev.text:
+            streamed = True
+            yield _chunk(completion_id, created, cid, {"content": ev.text}, None)
+        elif isinstance(ev, DoneEvent) and not streamed:
+            yield _chunk(completion_id, created, cid, {"content": ev.answer.answer}, None)
+        elif isinstance(ev, ErrorEvent):
+            yield _chunk(completion_id, created, cid, {"content": ev.message}, None)
+    yield _chunk(completion_id, created, cid, {}, "stop")
+    yield ServerSentEvent(data="[DONE]")
+
+
+@router.get(
+    "/v1/models", summary="OpenAI models list: the model this endpoint serves", response_model=ModelList
+)
+async def list_models() -> ModelList:
+    return ModelList(data=[VRAMWISE_CARD])
+
+
+@router.get(
+    "/v1/models/{model_id}",
+    summary="OpenAI model retrieval",
+    response_model=ModelCard,
+    responses={404: OPENAI_ERROR_RESPONSES[404]},
+)
+async def get_model(model_id: str) -> ModelCard:
+    _check_model(model_id)
+    return VRAMWISE_CARD

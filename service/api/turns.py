@@ -1,0 +1,188 @@
+"""One turn of a conversation: validate the question, load the stored state, run the agent,
+persist the answer. Shared by the SSE chat and the OpenAI-compatible channel.
+
+The event stream a runner yields always ends with exactly one DoneEvent or ErrorEvent,
+whatever the agent does (stops early, raises).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from service.agent.base import Agent, ConversationState, Turn
+from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
+from service.api.agent_thread import AgentThread
+from service.api.errors import ApiError
+from service.store import ConversationStore
+
+log = logging.getLogger(__name__)
+
+MAX_REPLAYED_QUESTIONS = 8  # OpenAI-style history: earlier user turns re-parsed to restore the scenario
+
+
+@dataclass
+class PreparedTurn:
+    question: str
+    state: ConversationState
+    language: Language | None
+    conversation_id: str
+
+
+def new_conversation_id() -> str:
+    return uuid.uuid4().hex
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        store: ConversationStore,
+        max_message_chars: int,
+        replay_agent: Callable[[], Agent] | None = None,
+        agent_thread: AgentThread | None = None,
+    ) -> None:
+        self.agent = agent
+        self.agent_thread = agent_thread
+        self.store = store
+        self.max_message_chars = max_message_chars
+        self._replay_agent_factory = replay_agent
+        self._replay_agent: Agent | None = None
+
+    # ---- validation --------------------------------------------------------------------------------
+    def check_message(self, message: str, field: str = "message") -> str:
+        question = message.strip()
+        if not question:
+            raise ApiError(
+                422,
+                f"{field} is empty: ask a question, e.g. 'Can I fine-tune Llama-2-7B with LoRA on a 4090?'",
+                field=field,
+                accepted=f"1 to {self.max_message_chars} characters",
+                code="empty_message",
+            )
+        if len(question) > self.max_message_chars:
+            raise ApiError(
+                422,
+                f"{field} is {len(question)} characters; the limit is {self.max_message_chars}",
+                field=field,
+                accepted=f"1 to {self.max_message_chars} characters",
+                code="message_too_long",
+            )
+        return question
+
+    # ---- preparing a turn ---------------------------------------------------------------------------
+    async def prepare(
+        self,
+        message: str,
+        *,
+        conversation_id: str | None = None,
+        language: Language | None = None,
+        create_if_missing: bool = False,
+        field: str = "message",
+    ) -> PreparedTurn:
+        """Validate and load; unknown conversation ids get a 404 unless `create_if_missing`."""
+        question = self.check_message(message, field)
+        if conversation_id is None:
+            cid = new_conversation_id()
+            state = ConversationState(conversation_id=cid)
+        else:
+            loaded = await self.store.load_state(conversation_id)
+            if loaded is None and not create_if_missing:
+                raise ApiError(
+                    404,
+                    f"unknown conversation_id '{conversation_id}': omit it to start a new conversation",
+                    field="conversation_id",
+                    code="conversation_not_found",
+                )
+            cid = conversation_id
+            state = loaded or ConversationState(conversation_id=cid)
+        return PreparedTurn(question=question, state=state, language=language, conversation_id=cid)
+
+    async def prepare_from_history(
+        self, question: str, history: list[Turn], *, language: Language | None = None, field: str
+    ) -> PreparedTurn:
+        """A stateless client (OpenAI messages array): earlier turns become the conversation state;
+        the previous scenario is restored by re-parsing earlier user questions (offline), only when
+        there are any."""
+        question = self.check_message(question, field)
+        cid = new_conversation_id()
+        state = ConversationState(conversation_id=cid, turns=list(history))
+        earlier = [t.content for t in history if t.role == "user" and t.content.strip()]
+        if earlier:
+            state.scenario = await self._replay_scenario(earlier[-MAX_REPLAYED_QUESTIONS:], language)
+        return PreparedTurn(question=question, state=state, language=language, conversation_id=cid)
+
+    async def _replay_scenario(self, questions: list[str], language: Language | None):  # type: ignore[no-untyped-def]
+        agent = self._replay()
+        replay = ConversationState()
+        for q in questions:
+            try:
+                async with aclosing(
+                    self._stream(agent, q[: self.max_message_chars], replay, language)
+                ) as events:
+                    async for ev in events:
+                        if isinstance(ev, DoneEvent):
+                            replay.record_turn(q, ev.answer)
+                            break
+                        if isinstance(ev, ErrorEvent):
+                            break
+            except Exception:
+                log.exception("re-parsing an earlier question failed; continuing without it")
+        return replay.scenario
+
+    def _replay(self) -> Agent:
+        if self._replay_agent is None:
+            self._replay_agent = self._replay_agent_factory() if self._replay_agent_factory else self.agent
+        return self._replay_agent
+
+    def _stream(
+        self, agent: Agent, question: str, state: ConversationState, language: Language | None
+    ) -> AsyncIterator[AgentEvent]:
+        if self.agent_thread is None:
+            return agent.stream(question, state, language)
+        return self.agent_thread.stream(agent, question, state, language)
+
+    # ---- running a turn -----------------------------------------------------------------------------
+    async def run(self, turn: PreparedTurn) -> AsyncIterator[AgentEvent]:
+        """The agent's events, then exactly one terminal event; the answer is persisted before `done`."""
+        try:
+            async with aclosing(self._stream(self.agent, turn.question, turn.state, turn.language)) as events:
+                async for ev in events:
+                    if isinstance(ev, DoneEvent):
+                        answer = ev.answer.model_copy(update={"conversation_id": turn.conversation_id})
+                        saved = await self._persist(turn, answer)
+                        if not saved:
+                            yield NoticeEvent(
+                                message="the answer could not be saved; a follow-up may not see it",
+                                code="store_unavailable",
+                            )
+                        yield DoneEvent(answer=answer)
+                        return
+                    if isinstance(ev, ErrorEvent):
+                        await self._keep_id(turn)
+                        yield ev
+                        return
+                    yield ev
+        except Exception:
+            log.exception("agent %s failed on a question", getattr(self.agent, "name", "?"))
+            yield ErrorEvent(message="internal error while answering; the details are in the service log")
+            return
+        yield ErrorEvent(message="the agent stopped without an answer; please ask again")
+
+    async def _persist(self, turn: PreparedTurn, answer) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            await self.store.append_turn(turn.conversation_id, turn.question, answer)
+            return True
+        except Exception:
+            log.exception("could not store a turn of conversation %s", turn.conversation_id)
+            return False
+
+    async def _keep_id(self, turn: PreparedTurn) -> None:
+        try:
+            await self.store.ensure_conversation(turn.conversation_id, turn.language)
+        except Exception:
+            log.exception("could not store conversation %s", turn.conversation_id)

@@ -1,0 +1,100 @@
+"""The HTTP service: `create_app(settings)` builds a FastAPI app with everything it needs.
+
+No module-level state: the settings, the conversation store, the agent and the turn runner
+live on `app.state` and reach the routers through `Depends` (service/api/deps.py). The
+lifespan opens the store (creating its tables) and closes it.
+
+Routers: chat (SSE), openai_compat (/v1/chat/completions, /v1/models), estimate, catalog,
+health, web (the chat page at `/`, static files at `/static`). OpenAPI docs at `/docs`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
+
+from service.agent.base import Agent
+from service.api import catalog, chat, estimate, health, openai_compat, web
+from service.api.agent_thread import AgentThread
+from service.api.errors import install_error_handlers
+from service.api.turns import TurnRunner
+from service.settings import Settings
+from service.store import ConversationStore
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """
+How much GPU memory does this need? A deterministic, cited estimator with a chat agent
+(English and Chinese).
+
+- `POST /v1/chat`: ask a question; the answer streams as Server-Sent Events.
+- `POST /v1/chat/completions`: OpenAI-compatible (model `vramwise`), for SDKs and chat front ends.
+- `POST /v1/estimate`: run the estimator on a Scenario (no LLM).
+- `GET /v1/models` is OpenAI's models list (`vramwise`); the catalog of LLMs the estimator knows
+  is `GET /v1/catalog/models`, the GPUs `GET /v1/gpus`.
+- Errors: 4xx with `{error, field, accepted, suggestions}` (OpenAI routes: `{error: {message, ...}}`).
+"""
+
+
+def create_app(settings: Settings | None = None, *, agent: Agent | None = None) -> FastAPI:
+    """Build the app. `agent` overrides the configured one (tests); otherwise `build_agent(settings)`."""
+    settings = settings or Settings()
+    replay_factory = None
+    if agent is None:
+        from service.agent.factory import build_agent
+
+        agent = build_agent(settings)
+        if getattr(agent, "name", "offline") != "offline":
+            replay_factory = lambda: build_agent(settings, force_offline=True)  # noqa: E731
+    store = ConversationStore(settings.database_url)
+    agent_thread = AgentThread()  # CPU-bound agent work stays off the serving loop
+    runner = TurnRunner(
+        agent=agent,
+        store=store,
+        max_message_chars=settings.max_message_chars,
+        replay_agent=replay_factory,
+        agent_thread=agent_thread,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await store.open()
+        log.info("vramwise ready: agent=%s", agent.name)
+        try:
+            yield
+        finally:
+            agent_thread.stop()
+            await store.close()
+
+    app = FastAPI(
+        title="VRAMwise",
+        summary="The GPU-memory assistant",
+        description=DESCRIPTION,
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.store = store
+    app.state.agent = agent
+    app.state.runner = runner
+
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
+        )
+    install_error_handlers(app)
+    for module in (chat, openai_compat, estimate, catalog, health, web):
+        app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
+    return app
+
+
+def _version() -> str:
+    from service.api.health import _version as package_version
+
+    return package_version()

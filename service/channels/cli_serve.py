@@ -1,0 +1,46 @@
+"""`vramwise serve [--host H] [--port P]`: run the HTTP service with uvicorn.
+
+Defaults come from Settings (VRAMWISE_HOST / VRAMWISE_PORT, else 127.0.0.1:8000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from service.settings import Settings
+
+    overrides: dict[str, object] = {}
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "port", None) is not None:
+        overrides["port"] = args.port
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        print(f"serve: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if not 0 < settings.port < 65536:
+        print(f"serve: port {settings.port} is out of range; accepted: 1-65535", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    import uvicorn
+
+    from service.app import create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    app = create_app(settings)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+    except OSError as exc:  # address in use, permission denied
+        print(f"serve: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0

@@ -1,0 +1,201 @@
+"""Conversation store: SQLAlchemy async over an SQLite file (default) or any SQLAlchemy URL.
+
+`settings.database_url` / `DATABASE_URL`: `sqlite+aiosqlite:///./vramwise.sqlite3` (embedded,
+zero set-up) or `postgresql+asyncpg://user:pass@host/db` for several replicas behind a load
+balancer. Tables are created on open. A conversation keeps its turns and the last scenario,
+so a restarted service continues a conversation exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from pydantic import BaseModel
+from sqlalchemy import delete, event, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import selectinload
+from sqlalchemy.pool import StaticPool
+
+from service.agent.base import ConversationState, Turn
+from service.agent.events import Answer
+from service.db_models import Base, ConversationRow, TurnRow, utc_now
+from tools.scenario import Scenario
+
+log = logging.getLogger(__name__)
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000  # concurrent writers wait for the file lock instead of failing
+
+
+class StoredTurn(BaseModel):
+    question: str
+    answer: str
+    language: str
+    agent: str
+    scenario: Scenario | None = None
+    created_at: datetime
+
+
+class StoredConversation(BaseModel):
+    conversation_id: str
+    language: str | None
+    scenario: Scenario | None
+    turns: list[StoredTurn]
+    created_at: datetime
+    updated_at: datetime
+
+
+def _scenario_to_json(scenario: Scenario | None) -> str | None:
+    return None if scenario is None else scenario.model_dump_json(exclude_none=True)
+
+
+def _scenario_from_json(raw: str | None) -> Scenario | None:
+    return None if raw is None else Scenario.model_validate_json(raw)
+
+
+def _engine_for(url: str) -> AsyncEngine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_async_engine(url, pool_pre_ping=True)
+    in_memory = parsed.database in (None, "", ":memory:")
+    if in_memory:  # one shared connection, or every session would see an empty database
+        engine = create_async_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    else:
+        engine = create_async_engine(url, pool_size=5, max_overflow=20, pool_timeout=60)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        if not in_memory:
+            cur.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
+        cur.close()
+
+    return engine
+
+
+class ConversationStore:
+    """Persists conversations; the app opens it in its lifespan and closes it on shutdown."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self._engine: AsyncEngine | None = None
+        self._sessions: async_sessionmaker | None = None
+
+    async def open(self) -> None:
+        self._engine = _engine_for(self.database_url)
+        self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
+        async with self._engine.begin() as conn:
+            await conn.run_sync(Base.metadata.create_all)
+        log.info("conversation store open: %s", make_url(self.database_url).render_as_string())
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+        self._sessions = None
+
+    def _session(self):  # type: ignore[no-untyped-def]
+        if self._sessions is None:
+            raise RuntimeError("conversation store is not open")
+        return self._sessions()
+
+    async def ping(self) -> bool:
+        """True when the database answers a trivial query (readiness)."""
+        try:
+            async with self._session() as session:
+                await session.execute(text("SELECT 1"))
+            return True
+        except Exception as exc:
+            log.warning("conversation store not reachable: %s", exc)
+            return False
+
+    async def exists(self, conversation_id: str) -> bool:
+        async with self._session() as session:
+            return await session.get(ConversationRow, conversation_id) is not None
+
+    async def load_state(self, conversation_id: str) -> ConversationState | None:
+        """The agent's view of a stored conversation, or None when the id is unknown."""
+        stored = await self.get(conversation_id)
+        if stored is None:
+            return None
+        turns: list[Turn] = []
+        for t in stored.turns:
+            turns.append(Turn(role="user", content=t.question))
+            turns.append(Turn(role="assistant", content=t.answer))
+        language = stored.language if stored.language in ("en", "zh") else None
+        return ConversationState(
+            conversation_id=conversation_id,
+            language=language,  # type: ignore[arg-type]
+            turns=turns,
+            scenario=stored.scenario,
+        )
+
+    async def get(self, conversation_id: str) -> StoredConversation | None:
+        async with self._session() as session:
+            row = await session.scalar(
+                select(ConversationRow)
+                .where(ConversationRow.id == conversation_id)
+                .options(selectinload(ConversationRow.turns))
+            )
+            if row is None:
+                return None
+            return StoredConversation(
+                conversation_id=row.id,
+                language=row.language,
+                scenario=_scenario_from_json(row.scenario_json),
+                turns=[
+                    StoredTurn(
+                        question=t.question,
+                        answer=t.answer,
+                        language=t.language,
+                        agent=t.agent,
+                        scenario=_scenario_from_json(t.scenario_json),
+                        created_at=t.created_at,
+                    )
+                    for t in row.turns
+                ],
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+
+    async def ensure_conversation(self, conversation_id: str, language: str | None = None) -> None:
+        """Create the conversation row if it is missing (an id handed out stays valid)."""
+        async with self._session() as session, session.begin():
+            if await session.get(ConversationRow, conversation_id) is None:
+                session.add(ConversationRow(id=conversation_id, language=language))
+
+    async def append_turn(self, conversation_id: str, question: str, answer: Answer) -> None:
+        """Store one answered question; the conversation's scenario becomes the answer's one."""
+        now = utc_now()
+        scenario_json = _scenario_to_json(answer.scenario)
+        async with self._session() as session, session.begin():
+            row = await session.get(ConversationRow, conversation_id)
+            if row is None:
+                row = ConversationRow(id=conversation_id, created_at=now)
+                session.add(row)
+            row.language = answer.language
+            row.updated_at = now
+            if scenario_json is not None:
+                row.scenario_json = scenario_json
+            session.add(
+                TurnRow(
+                    conversation_id=conversation_id,
+                    question=question,
+                    answer=answer.answer,
+                    language=answer.language,
+                    agent=answer.agent,
+                    scenario_json=scenario_json,
+                    created_at=now,
+                )
+            )
+
+    async def delete(self, conversation_id: str) -> bool:
+        async with self._session() as session, session.begin():
+            if await session.get(ConversationRow, conversation_id) is None:
+                return False
+            await session.execute(delete(TurnRow).where(TurnRow.conversation_id == conversation_id))
+            await session.execute(delete(ConversationRow).where(ConversationRow.id == conversation_id))
+            return True

@@ -1,0 +1,328 @@
+"""The HTTP service through Starlette's TestClient (streams for real): every endpoint, the SSE
+event order, bad input as 4xx with clear messages, and conversations that survive a restart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from tools.estimator import estimate
+
+from service.agent.base import ConversationState
+from service.agent.events import AgentEvent, ErrorEvent, Language, TokenEvent
+from service.app import create_app
+from tests.service_support import GIB, SSEEvent, offline_settings, parse_sse, reset_sse_exit_flag
+from tools.scenario import Scenario
+
+__all__ = ["reset_sse_exit_flag"]  # autouse fixture
+
+QUESTION = "Can I run Llama-2-7B inference on one RTX 4090?"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "conversations.sqlite3"
+
+
+@pytest.fixture
+def client(db_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(offline_settings(db_path, max_message_chars=300))) as c:
+        yield c
+
+
+def chat(client: TestClient, body: dict) -> list[SSEEvent]:
+    with client.stream("POST", "/v1/chat", json=body) as resp:
+        assert resp.status_code == 200, resp.read()
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        return parse_sse(resp.iter_lines())
+
+
+def by_name(events: list[SSEEvent], name: str) -> list[SSEEvent]:
+    return [e for e in events if e.event == name]
+
+
+# ---- the chat stream ---------------------------------------------------------------------------------
+def test_chat_stream_order_and_numbers_match_the_estimator(client: TestClient) -> None:
+    events = chat(client, {"message": QUESTION})
+    names = [e.event for e in events]
+    assert names[0] == "meta"
+    assert names[-1] == "done"
+    assert names.count("done") == 1 and "error" not in names
+    assert names.index("scenario") < names.index("estimate") < names.index("token")
+    cid = events[0].data["conversation_id"]
+    assert len(cid) == 32 and events[0].data["agent"] == "offline"
+
+    scenario = Scenario.model_validate(by_name(events, "scenario")[0].data)
+    assert scenario.model == "llama-2-7b" and scenario.task == "inference"
+    expected = estimate(scenario)
+    streamed = by_name(events, "estimate")[0].data
+    assert streamed["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes
+    assert streamed["gpu"]["memory_bytes"] == expected.gpu.memory_bytes
+    assert sum(c["bytes"] for c in streamed["components"]) == expected.per_gpu.total_bytes
+
+    answer = by_name(events, "done")[0].data
+    assert answer["conversation_id"] == cid
+    assert answer["answer"] == "".join(e.data["text"] for e in by_name(events, "token"))
+    assert answer["estimate"]["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes
+    assert f"{expected.per_gpu.total_bytes / GIB:.2f}" in answer["answer"]
+
+
+def test_follow_up_uses_the_stored_scenario(client: TestClient) -> None:
+    first = chat(client, {"message": QUESTION})
+    cid = first[0].data["conversation_id"]
+    follow = chat(client, {"message": "What about an A100 80GB?", "conversation_id": cid})
+    assert follow[0].data["conversation_id"] == cid
+    scenario = Scenario.model_validate(by_name(follow, "scenario")[0].data)
+    assert scenario.model == "llama-2-7b"  # from the stored scenario
+    assert scenario.task == "inference"
+    assert by_name(follow, "estimate")[0].data["gpu"]["id"] == "a100-80gb"
+
+    stored = client.get(f"/v1/conversations/{cid}").json()
+    assert [t["question"] for t in stored["turns"]] == [QUESTION, "What about an A100 80GB?"]
+    assert stored["scenario"]["gpu"] == "a100-80gb"
+    assert stored["turns"][1]["answer"] == by_name(follow, "done")[0].data["answer"]
+
+
+def test_a_restart_loses_nothing(db_path: Path) -> None:
+    with TestClient(create_app(offline_settings(db_path))) as c1:
+        first = chat(c1, {"message": QUESTION})
+    cid = first[0].data["conversation_id"]
+    first_answer = by_name(first, "done")[0].data["answer"]
+
+    # a new app (new engine, new agent) on the same file: the conversation continues
+    with TestClient(create_app(offline_settings(db_path))) as c2:
+        stored = c2.get(f"/v1/conversations/{cid}").json()
+        assert stored["turns"][0]["answer"] == first_answer
+        assert stored["scenario"]["model"] == "llama-2-7b"
+        follow = chat(c2, {"message": "and with a batch of 8?", "conversation_id": cid})
+    scenario = Scenario.model_validate(by_name(follow, "scenario")[0].data)
+    assert scenario.model == "llama-2-7b" and scenario.batch_size == 8
+    assert by_name(follow, "done")[0].data["conversation_id"] == cid
+
+
+def test_chinese_question_answers_in_chinese(client: TestClient) -> None:
+    events = chat(client, {"message": "用一张 4090 跑 Llama-2-7B 推理需要多少显存？"})
+    done = by_name(events, "done")[0].data
+    assert done["language"] == "zh"
+    assert (
+        done["estimate"]["gpu"]["memory_bytes"]
+        == estimate(Scenario.model_validate(done["scenario"])).gpu.memory_bytes
+    )
+
+
+# ---- the stream always ends with done or error, whatever the agent does -------------------------------
+class ScriptedAgent:
+    """Protocol double for the runner's guarantees (the real agent never misbehaves on cue)."""
+
+    def __init__(self, name: str, mode: str) -> None:
+        self.name = name
+        self.mode = mode
+
+    async def stream(
+        self, question: str, state: ConversationState, language: Language | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        yield TokenEvent(text="partial ")
+        if self.mode == "raise":
+            raise RuntimeError("secret internal detail")
+        if self.mode == "refuse":
+            yield ErrorEvent(
+                message="model: unknown 'llama-99'",
+                field="model",
+                accepted="a catalog id",
+                suggestions=["llama-2-7b"],
+            )
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("raise", "internal error while answering; the details are in the service log"),
+        ("stop", "the agent stopped without an answer; please ask again"),
+        ("refuse", "model: unknown 'llama-99'"),
+    ],
+)
+def test_stream_ends_with_one_error_event(db_path: Path, mode: str, message: str) -> None:
+    app = create_app(offline_settings(db_path), agent=ScriptedAgent("scripted", mode))
+    with TestClient(app) as c:
+        events = chat(c, {"message": "anything"})
+        assert [e.event for e in events] == ["meta", "token", "error"]
+        err = events[-1].data
+        assert err["error"] == message
+        assert "secret" not in json.dumps(err) and "Traceback" not in json.dumps(err)
+        if mode == "refuse":
+            assert err["field"] == "model" and err["suggestions"] == ["llama-2-7b"]
+            # the id handed out in `meta` stays valid for a retry
+            cid = events[0].data["conversation_id"]
+            assert c.get(f"/v1/conversations/{cid}").status_code == 200
+
+
+# ---- bad input: 4xx with a clear message, never a 500 ---------------------------------------------------
+def test_empty_and_oversized_messages(client: TestClient) -> None:
+    for message in ("", "   \n "):
+        r = client.post("/v1/chat", json={"message": message})
+        assert r.status_code == 422
+        assert r.json()["field"] == "message" and r.json()["error"].startswith("message is empty")
+    r = client.post("/v1/chat", json={"message": "x" * 301})
+    assert r.status_code == 422
+    assert r.json()["error"] == "message is 301 characters; the limit is 300"
+    assert r.json()["accepted"] == "1 to 300 characters"
+
+
+def test_unknown_conversation_id(client: TestClient) -> None:
+    r = client.post("/v1/chat", json={"message": QUESTION, "conversation_id": "no-such-id"})
+    assert r.status_code == 404
+    assert r.json()["error"] == "unknown conversation_id 'no-such-id': omit it to start a new conversation"
+    assert client.get("/v1/conversations/no-such-id").status_code == 404
+    assert client.delete("/v1/conversations/no-such-id").status_code == 404
+
+
+def test_malformed_json_and_wrong_fields(client: TestClient) -> None:
+    r = client.post("/v1/chat", content=b'{"message": "hi",', headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("malformed JSON in the request body")
+    assert r.json()["field"] == "body"
+
+    r = client.post("/v1/chat", json={"question": "hi"})
+    assert r.status_code == 422
+    assert "message: Field required" in r.json()["error"]
+    assert "question: Extra inputs are not permitted" in r.json()["error"]
+
+    r = client.post("/v1/chat", json={"message": "hi", "language": "fr"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "language" and r.json()["accepted"] == "'en' or 'zh'"
+
+    r = client.post("/v1/chat", json=["not", "an", "object"])
+    assert r.status_code == 422
+
+
+def test_unknown_route_and_method(client: TestClient) -> None:
+    r = client.get("/v1/nothing-here")
+    assert r.status_code == 404 and r.json()["error"] == "no such endpoint: GET /v1/nothing-here (see /docs)"
+    r = client.get("/v1/chat")
+    assert r.status_code == 405 and r.json()["error"] == "method GET is not allowed on /v1/chat (see /docs)"
+
+
+def test_unexpected_exception_is_a_clean_500(db_path: Path) -> None:
+    app = create_app(offline_settings(db_path))
+    with TestClient(app, raise_server_exceptions=False) as c:
+
+        async def broken(conversation_id: str) -> None:
+            raise RuntimeError("secret internal detail")
+
+        app.state.store.get = broken
+        r = c.get("/v1/conversations/abc")
+    assert r.status_code == 500
+    assert (
+        r.json()["error"] == "internal error while handling the request; the details are in the service log"
+    )
+    assert "secret" not in r.text and "Traceback" not in r.text
+
+
+# ---- estimator, catalogs ------------------------------------------------------------------------------
+def test_estimate_endpoint_equals_the_tool(client: TestClient) -> None:
+    body = {"model": "llama-2-7b", "task": "lora", "gpu": "4090", "batch_size": 4, "seq_len": 1024}
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200
+    assert r.json() == json.loads(estimate(Scenario.model_validate(body)).model_dump_json())
+
+
+def test_estimate_endpoint_bad_scenarios(client: TestClient) -> None:
+    r = client.post("/v1/estimate", json={"model": "llama-2-7b", "task": "inference", "gpu": "rtx-9090"})
+    assert r.status_code == 422
+    body = r.json()
+    assert body["field"] == "gpu" and body["suggestions"], body
+    assert "rtx-9090" in body["error"]
+
+    r = client.post("/v1/estimate", json={"model": "llama-2-7b", "task": "sing", "gpu": "4090"})
+    assert r.status_code == 422 and r.json()["field"] == "task"
+    assert "inference" in r.json()["accepted"]
+
+    r = client.post("/v1/estimate", json={"model": "llama-2-7b", "batch_size": 0, "gpu": "4090"})
+    assert r.status_code == 422 and r.json()["field"] == "batch_size"
+
+
+def test_catalogs(client: TestClient) -> None:
+    models = {m["id"]: m for m in client.get("/v1/catalog/models").json()}
+    assert models["llama-2-7b"]["published_params"] == 6_738_415_616
+    gpus = {g["id"]: g for g in client.get("/v1/gpus").json()}
+    assert gpus["a100-80gb"]["memory_bytes"] == 85_899_345_920  # 80 GiB: nvidia-smi's 81920 MiB
+    assert "4090" in json.dumps(gpus)
+
+
+def test_openai_models_list_keeps_openai_semantics(client: TestClient) -> None:
+    r = client.get("/v1/models").json()
+    assert r["object"] == "list" and [m["id"] for m in r["data"]] == ["vramwise"]
+    assert client.get("/v1/models/vramwise").json()["id"] == "vramwise"
+    r = client.get("/v1/models/gpt-4o")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+
+
+# ---- health, docs, the page ---------------------------------------------------------------------------
+def test_health_and_readiness(db_path: Path) -> None:
+    app = create_app(offline_settings(db_path))
+    with TestClient(app) as c:
+        assert c.get("/healthz").json() == {"status": "ok", "agent": "offline", "version": "0.1.0"}
+        assert c.get("/readyz").json() == {"status": "ready", "store": "ok"}
+        c.portal.call(app.state.store.close)  # the database goes away
+        r = c.get("/readyz")
+        assert r.status_code == 503 and r.json() == {"status": "unavailable", "store": "unreachable"}
+
+
+def test_openapi_documents_every_endpoint(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    for path, method in [
+        ("/v1/chat", "post"),
+        ("/v1/chat/completions", "post"),
+        ("/v1/estimate", "post"),
+        ("/v1/models", "get"),
+        ("/v1/catalog/models", "get"),
+        ("/v1/gpus", "get"),
+        ("/v1/conversations/{conversation_id}", "get"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+    ]:
+        assert method in paths[path], path
+    assert "text/event-stream" in paths["/v1/chat"]["post"]["responses"]["200"]["content"]
+    assert paths["/v1/estimate"]["post"]["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Estimate"
+    }
+    assert client.get("/docs").status_code == 200
+
+
+def test_web_page_is_served_without_external_resources(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<script src="/static/app.js">' in page.text
+    for asset in ("/static/app.js", "/static/style.css", "/static/i18n.json"):
+        r = client.get(asset)
+        assert r.status_code == 200, asset
+        assert "http://" not in r.text.replace("http://www.w3.org/2000/svg", "") and "https://" not in r.text
+    strings = client.get("/static/i18n.json").json()
+    assert set(strings["en"]) == set(strings["zh"])
+
+
+# ---- LLM mode: the real LLM agent over HTTP against a fake OpenAI-compatible endpoint ------------------
+def test_llm_mode_streams_the_llm_answer_with_the_tools_estimate(db_path: Path) -> None:
+    from tests.fakes.openai_server import FakeOpenAI, Reply
+
+    stated = {"model": "llama-2-7b", "task": "inference", "gpu": "4090", "batch_size": 1, "seq_len": 4096}
+    expected = estimate(Scenario.model_validate(stated))
+    text = f"Llama-2-7B inference at 4096 tokens needs {expected.per_gpu.total_bytes / GIB:.2f} GiB on the card."
+    script = [Reply(tool_calls=[("estimate_memory", stated)]), Reply(content=text)]
+    with FakeOpenAI(script) as fake:
+        settings = offline_settings(db_path, agent="auto", openai_base_url=fake.base_url, openai_api_key="test")
+        with TestClient(create_app(settings)) as c:
+            events = chat(c, {"message": "How much memory for Llama-2-7B inference at 4k context on a 4090?"})
+            assert c.get("/healthz").json()["agent"] == "llm"
+    assert events[0].event == "meta" and events[0].data["agent"] == "llm"
+    assert events[-1].event == "done"
+    done = events[-1].data
+    assert done["agent"] == "llm"
+    assert done["answer"] == text
+    assert by_name(events, "estimate")[0].data["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes
+    assert fake.requests[0]["model"] == settings.llm_model
+    assert "estimate_memory" in json.dumps(fake.requests[0]["tools"])

@@ -1,0 +1,157 @@
+"""GPU catalog: usable memory figures, aliases people type, and errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.catalog import find_gpu, get_gpu, list_gpus
+from tools.catalog.gpus import gpu_key
+from tools.errors import ScenarioError
+
+MiB = 2**20
+
+
+def test_catalog_size_and_fields() -> None:
+    gpus = list_gpus()
+    assert len(gpus) >= 25
+    assert len({g.id for g in gpus}) == len(gpus)
+    for gpu in gpus:
+        assert gpu.memory_bytes > 8 * 2**30
+        assert gpu.memory_source and gpu.marketed and gpu.vendor
+
+
+@pytest.mark.parametrize(
+    "gpu_id,mib",
+    [  # nvidia-smi memory.total as printed on the card (MiB)
+        ("a100-80gb", 81920),
+        ("a100-40gb", 40960),
+        ("h100-80gb", 81559),
+        ("h100-nvl", 95830),
+        ("h200", 143771),
+        ("b200", 183359),
+        ("gh200", 97871),
+        ("h20", 97871),
+        ("rtx-4090", 24564),
+        ("rtx-4090d", 24564),
+        ("rtx-3090", 24576),
+        ("rtx-5090", 32607),
+        ("rtx-3060", 12288),
+        ("t4", 15360),
+        ("v100-16gb", 16384),
+        ("v100-32gb", 32768),
+        ("a10g", 23028),
+        ("l40s", 46068),
+        ("l20", 46068),
+        ("rtx-a6000", 49140),
+    ],
+)
+def test_memory_figures(gpu_id: str, mib: int) -> None:
+    assert get_gpu(gpu_id).memory_bytes == mib * MiB
+
+
+def test_amd_and_ascend_memory() -> None:
+    assert get_gpu("mi300x").memory_bytes == 206_158_430_208  # rocm-smi VRAM Total Memory (B): 192 GiB
+    assert get_gpu("mi250").memory_bytes == 68_702_699_520  # per GCD
+    assert get_gpu("ascend-910b").memory_bytes == 64 * 2**30
+
+
+@pytest.mark.parametrize(
+    "name,gpu_id",
+    [
+        ("A100", "a100-80gb"),
+        ("a100 80g", "a100-80gb"),
+        ("A100-SXM4-80GB", "a100-80gb"),
+        ("A100 40GB", "a100-40gb"),
+        ("4090", "rtx-4090"),
+        ("RTX 4090", "rtx-4090"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("4090D", "rtx-4090d"),
+        ("3090", "rtx-3090"),
+        ("3060", "rtx-3060"),
+        ("5090", "rtx-5090"),
+        ("T4", "t4"),
+        ("colab T4", "t4"),
+        ("V100", "v100-32gb"),
+        ("V100 16GB", "v100-16gb"),
+        ("A10", "a10"),
+        ("A10G", "a10g"),
+        ("L40S", "l40s"),
+        ("A6000", "rtx-a6000"),
+        ("H100", "h100-80gb"),
+        ("H100 80GB HBM3", "h100-80gb"),
+        ("H100 PCIe", "h100-pcie"),
+        ("H100 NVL", "h100-nvl"),
+        ("H100 96GB", "h100-96gb"),
+        ("H200", "h200"),
+        ("B200", "b200"),
+        ("GH200", "gh200"),
+        ("A800", "a800-80gb"),
+        ("H800", "h800"),
+        ("H20", "h20"),
+        ("L20", "l20"),
+        ("910B", "ascend-910b"),
+        ("Ascend 910B", "ascend-910b"),
+        ("昇腾910B", "ascend-910b"),
+        ("MI250", "mi250"),
+        ("MI300X", "mi300x"),
+    ],
+)
+def test_find_gpu_aliases(name: str, gpu_id: str) -> None:
+    assert find_gpu(name)[0].id == gpu_id
+
+
+def test_ambiguous_names_say_which_variant() -> None:
+    _, note = find_gpu("A100")
+    assert note == "'A100' taken as the 80 GB variant (a100-80gb); say A100 40GB for the other"
+    assert find_gpu("A100 80GB")[1] is None
+    assert "32 GB" in (find_gpu("V100")[1] or "")
+    assert "SXM" in (find_gpu("H100")[1] or "")
+
+
+def test_dtype_support() -> None:
+    assert not get_gpu("t4").bf16 and not get_gpu("v100-32gb").bf16
+    assert get_gpu("a100-80gb").bf16 and not get_gpu("a100-80gb").fp8
+    assert get_gpu("h100-80gb").fp8 and get_gpu("rtx-4090").fp8
+
+
+def test_alias_keys_unique_across_cards() -> None:
+    owner: dict[str, str] = {}
+    for gpu in list_gpus():
+        for alias in {gpu.id, gpu.name, *gpu.aliases}:
+            key = gpu_key(alias)
+            if key:
+                assert owner.setdefault(key, gpu.id) == gpu.id, (alias, owner[key], gpu.id)
+
+
+def test_unknown_gpu_error() -> None:
+    with pytest.raises(ScenarioError) as err:
+        find_gpu("A1000")
+    assert err.value.field == "gpu"
+    assert "unknown GPU 'A1000'" in err.value.message
+    assert "a100-80gb" in err.value.suggestions
+    with pytest.raises(ScenarioError):
+        find_gpu("")
+
+
+@pytest.mark.parametrize(
+    "name,gpu_id",
+    [
+        ("4090-24gb", "rtx-4090"),
+        ("l40s 48GB", "l40s"),
+        ("5090 32G", "rtx-5090"),
+        ("b200-192gb", "b200"),
+        ("h100-94gb", "h100-nvl"),
+        ("3060 12GB", "rtx-3060"),
+    ],
+)
+def test_stated_memory_that_matches_is_accepted(name: str, gpu_id: str) -> None:
+    assert find_gpu(name)[0].id == gpu_id
+
+
+def test_stated_memory_that_does_not_exist_is_an_error() -> None:
+    with pytest.raises(ScenarioError) as err:
+        find_gpu("4090 48GB")
+    assert err.value.field == "gpu"
+    assert "no 48 GB variant" in err.value.message and err.value.suggestions == ["rtx-4090"]
+    with pytest.raises(ScenarioError, match="no 8 GB variant"):
+        find_gpu("3060 8GB")

@@ -1,0 +1,252 @@
+"""Model catalog: every computed count vs its published count, look-ups, bare sizes, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.catalog import ModelSpec, find_model, get_model, list_models, resolve_model
+from tools.catalog.fuzzy import normalize
+from tools.catalog.sizes import parse_bare_size
+from tools.errors import ScenarioError
+
+MODELS = list_models()
+
+# Exact HF safetensors counts pinned in this test (independent of models.json)
+EXACT = {
+    "llama-2-7b": 6_738_415_616,
+    "llama-3-8b": 8_030_261_248,
+    "qwen2.5-7b": 7_615_616_512,
+    "mistral-7b-v0.1": 7_241_732_096,
+    "gpt2": 124_439_808,
+    "mixtral-8x7b": 46_702_792_704,
+    "llama-3.1-70b": 70_553_706_496,
+    "llama-3.1-405b": 405_853_388_800,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "qwen3-235b-a22b": 235_093_634_560,
+    "deepseek-v2-lite": 15_706_484_224,
+    "deepseek-v2": 235_741_434_880,
+    "gemma-2-9b": 9_241_705_984,
+    "phi-3-mini": 3_821_079_552,
+    "falcon-7b": 6_921_720_704,
+    "falcon-40b": 41_835_970_560,  # untied lm_head (unlike Falcon-7B)
+    "qwen2-57b-a14b": 57_408_658_944,
+    "glm-4-9b": 9_399_951_360,
+}
+
+
+def test_catalog_size_and_coverage() -> None:
+    ids = {m.id for m in MODELS}
+    assert len(MODELS) >= 40
+    assert len(ids) == len(MODELS)
+    required = {
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "llama-3-70b",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "llama-3.2-1b",
+        "llama-3.2-3b",
+        "llama-3.3-70b",
+        "mistral-7b-v0.1",
+        "mistral-7b-v0.3",
+        "mixtral-8x7b",
+        "mixtral-8x22b",
+        "qwen2.5-0.5b",
+        "qwen2.5-1.5b",
+        "qwen2.5-3b",
+        "qwen2.5-7b",
+        "qwen2.5-14b",
+        "qwen2.5-32b",
+        "qwen2.5-72b",
+        "qwen3-0.6b",
+        "qwen3-1.7b",
+        "qwen3-4b",
+        "qwen3-8b",
+        "qwen3-14b",
+        "qwen3-32b",
+        "qwen3-30b-a3b",
+        "qwen3-235b-a22b",
+        "qwen1.5-moe-a2.7b",
+        "deepseek-v2-lite",
+        "deepseek-v2",
+        "deepseek-v3",
+        "glm-4-9b",
+        "yi-1.5-6b",
+        "yi-1.5-34b",
+        "baichuan2-7b",
+        "baichuan2-13b",
+        "internlm2.5-7b",
+        "gemma-2-2b",
+        "gemma-2-9b",
+        "gemma-2-27b",
+        "gemma-3-1b",
+        "gemma-3-12b",
+        "gemma-3-27b",
+        "phi-3-mini",
+        "phi-3-medium",
+        "phi-4",
+        "gpt2",
+        "gpt2-xl",
+        "tinyllama-1.1b",
+        "falcon-7b",
+        "falcon-40b",
+    }
+    assert required <= ids
+
+
+@pytest.mark.parametrize("spec", MODELS, ids=[m.id for m in MODELS])
+def test_computed_count_matches_published(spec: ModelSpec) -> None:
+    published_model = spec.published_params - spec.stored_duplicate_params
+    assert abs(spec.params - published_model) / published_model < 0.005, (spec.params, spec.published_params)
+    assert spec.published_source
+    if spec.published_source.startswith("HF safetensors parameter count"):
+        # an exact figure: equality, not a tolerance
+        assert spec.params + spec.stored_duplicate_params == spec.published_params
+
+
+@pytest.mark.parametrize("model_id,count", sorted(EXACT.items()))
+def test_pinned_exact_counts(model_id: str, count: int) -> None:
+    assert get_model(model_id).params == count
+
+
+def test_tied_duplicate_in_checkpoint() -> None:
+    spec = get_model("qwen3-0.6b")
+    assert spec.architecture.tie_word_embeddings
+    assert spec.stored_duplicate_params == 151936 * 1024
+    assert spec.params == 596_049_920  # the loaded model: embedding held once
+
+
+def test_max_error_across_catalog_under_half_percent() -> None:
+    worst = max(
+        abs(m.params - (m.published_params - m.stored_duplicate_params)) / m.published_params for m in MODELS
+    )
+    assert worst < 0.005
+
+
+@pytest.mark.parametrize(
+    "name,model_id",
+    [
+        ("meta-llama/Llama-2-7b-hf", "llama-2-7b"),
+        ("Llama2-7B", "llama-2-7b"),
+        ("llama 2 7b", "llama-2-7b"),
+        ("LLAMA-2-7B-CHAT-HF", "llama-2-7b"),
+        ("Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+        ("qwen3-30b-a3b", "qwen3-30b-a3b"),
+        ("DeepSeek-V3", "deepseek-v3"),
+        ("deepseek-r1", "deepseek-v3"),
+        ("Mixtral-8x7B", "mixtral-8x7b"),
+        ("mixtral 8x7b", "mixtral-8x7b"),
+        ("Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("gemma-2-9b-it", "gemma-2-9b"),
+        ("Phi-3-mini-4k-instruct", "phi-3-mini"),
+        ("THUDM/glm-4-9b-chat", "glm-4-9b"),
+        ("internlm2_5-7b-chat", "internlm2.5-7b"),
+        ("GPT-2", "gpt2"),
+    ],
+)
+def test_find_model_aliases(name: str, model_id: str) -> None:
+    assert find_model(name).id == model_id
+
+
+def test_aliases_do_not_collide_across_models() -> None:
+    owner: dict[str, str] = {}
+    for spec in MODELS:
+        for alias in {spec.id, spec.name, *spec.aliases}:
+            key = normalize(alias)
+            assert owner.setdefault(key, spec.id) == spec.id, (alias, owner[key], spec.id)
+
+
+def test_unknown_model_error_has_suggestions() -> None:
+    with pytest.raises(ScenarioError) as err:
+        find_model("llama-2-7")
+    assert err.value.field == "model"
+    assert "unknown model 'llama-2-7'" in err.value.message
+    assert err.value.suggestions[0] == "llama-2-7b"
+    assert len(err.value.suggestions) == 3
+    assert "bare size" in (err.value.accepted or "")
+    with pytest.raises(ScenarioError) as err:
+        find_model("qwen2.5-8b")
+    assert "qwen2.5-7b" in err.value.suggestions or "qwen3-8b" in err.value.suggestions
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("7B", (None, 7_000_000_000)),
+        ("0.5b", (None, 500_000_000)),
+        ("8x7B", (8, 7_000_000_000)),
+        ("70亿", (None, 7_000_000_000)),
+        ("700亿", (None, 70_000_000_000)),
+        ("1.8万亿", (None, 1_800_000_000_000)),
+        ("7 billion", (None, 7_000_000_000)),
+        ("124M", (None, 124_000_000)),
+        ("llama", None),
+    ],
+)
+def test_parse_bare_size(text: str, expected: tuple[int | None, int] | None) -> None:
+    assert parse_bare_size(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,model_id",
+    [
+        ("7B", "llama-2-7b"),
+        ("70亿", "llama-2-7b"),
+        ("8B", "llama-3.1-8b"),
+        ("13b", "llama-2-13b"),
+        ("14B", "qwen2.5-14b"),
+        ("70B", "llama-3.1-70b"),
+        ("700亿", "llama-3.1-70b"),
+        ("0.5B", "qwen2.5-0.5b"),
+        ("1.5B", "qwen2.5-1.5b"),
+        ("8x7B", "mixtral-8x7b"),
+        ("124M", "gpt2"),
+    ],
+)
+def test_resolve_bare_size(text: str, model_id: str) -> None:
+    resolved = resolve_model(text)
+    assert resolved.spec is not None and resolved.spec.id == model_id
+    assert resolved.params == resolved.spec.params
+    assert resolved.assumed and resolved.spec.name in resolved.assumed
+
+
+def test_resolve_catalog_model_assumes_nothing() -> None:
+    resolved = resolve_model("Qwen2.5-7B-Instruct")
+    assert resolved.assumed is None
+    assert resolved.params == 7_615_616_512
+
+
+def test_bare_7b_says_which_architecture() -> None:
+    assert resolve_model("7B").assumed == "a bare '7B' is taken as Llama-2-7B's architecture (6.74B params)"
+
+
+def test_bare_size_far_from_catalog_is_an_error() -> None:
+    with pytest.raises(ScenarioError) as err:
+        resolve_model("1.8万亿")
+    assert err.value.field == "model"
+    assert "1.80T" in err.value.message
+
+
+@pytest.mark.parametrize(
+    "name,model_id",
+    [
+        ("Qwen/Qwen2.5-7B-Instruct-AWQ", "qwen2.5-7b"),
+        ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "qwen2.5-7b"),
+        ("unsloth/Llama-3.2-1B-Instruct-bnb-4bit", "llama-3.2-1b"),
+        ("TheBloke/Llama-2-7B-Chat-GPTQ", "llama-2-7b"),
+        ("Qwen/QwQ-32B-Preview", "qwen2.5-32b"),
+    ],
+)
+def test_quantised_and_derived_repos_map_to_their_architecture(name: str, model_id: str) -> None:
+    assert find_model(name).id == model_id
+
+
+def test_spec_serialises_its_counts() -> None:
+    dumped = get_model("mixtral-8x7b").model_dump()
+    assert dumped["params"] == 46_702_792_704
+    assert dumped["active_params"] == 12_879_925_248

@@ -1,0 +1,239 @@
+"""Published GPU memory measurements (benchmarks/data/published_memory.csv) and their comparison code.
+
+Every row must name its source (repository, path, 40-hex commit), the metric the source reports,
+a catalog model and GPU, convert its stated figure to bytes exactly, and describe a valid Scenario.
+Physical plausibility is checked against the catalog: a measured peak cannot exceed the card, and
+it cannot be below the weights that must be resident.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from benchmarks.accuracy.published import (
+    DATA_CSV,
+    METRICS,
+    OUTCOMES,
+    PublishedRow,
+    hf_lora_targets,
+    load_rows,
+    summarize,
+    to_scenario,
+)
+from tools.catalog.gpus import find_gpu
+from tools.catalog.models import find_model, get_model
+from tools.scenario import Scenario
+
+ROWS = load_rows()
+SOURCES = {
+    ("Lightning-AI/litgpt", "tutorials/resource-tables.md"),
+    ("Lightning-AI/litgpt", "config_hub/finetune/README.md"),
+    ("pytorch/torchtune", "README.md"),
+}
+UNIT_BYTES = {"GB": 10**9, "GiB": 2**30}
+
+
+def _ids(rows: list[PublishedRow]) -> list[str]:
+    return [r.case_id for r in rows]
+
+
+def test_data_file_has_rows_from_each_source() -> None:
+    assert DATA_CSV.exists()
+    assert len(ROWS) >= 100
+    per_source = Counter((r.source_repo, r.source_path) for r in ROWS)
+    assert set(per_source) == SOURCES
+    assert all(n >= 15 for n in per_source.values())
+    assert len(set(_ids(ROWS))) == len(ROWS), "case ids must be unique"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_ids(ROWS))
+def test_row_names_source_commit_metric(row: PublishedRow) -> None:
+    assert (row.source_repo, row.source_path) in SOURCES
+    assert re.fullmatch(r"[0-9a-f]{40}", row.source_commit)
+    assert row.source_table and row.source_row
+    assert row.metric in METRICS
+    assert row.outcome in OUTCOMES
+    assert row.unit in UNIT_BYTES
+    assert row.task in ("full_finetune", "lora", "qlora", "inference")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_ids(ROWS))
+def test_stated_figure_converts_to_bytes_exactly(row: PublishedRow) -> None:
+    if row.outcome == "oom":
+        assert row.value_as_stated == "OOM"
+        assert row.measured_bytes is None
+        return
+    scale = UNIT_BYTES[row.unit]
+    assert row.measured_bytes == round(float(row.value_as_stated) * scale)
+    decimals = len(row.value_as_stated.split(".")[1])
+    assert row.resolution_bytes == round(scale * 10**-decimals / 2)
+    # the figure appears verbatim in the transcribed source row
+    assert row.value_as_stated in row.source_row
+
+
+@pytest.mark.parametrize("row", ROWS, ids=_ids(ROWS))
+def test_model_and_gpu_resolve_and_scenario_is_valid(row: PublishedRow) -> None:
+    spec = find_model(row.model)
+    card, _note = find_gpu(row.gpu)
+    assert card.id == row.gpu
+    scenario = to_scenario(row)
+    assert isinstance(scenario, Scenario)
+    assert scenario.model == spec.id
+    assert scenario.task == row.task
+    assert scenario.num_gpus == row.num_gpus
+    if row.batch_size is not None:
+        assert scenario.batch_size == row.batch_size
+    if row.seq_len is not None:
+        assert scenario.seq_len == row.seq_len
+    if row.task == "qlora" or row.weight_dtype == "nf4":
+        assert scenario.weight_dtype == "nf4" and scenario.quant_method == "bnb"
+        assert scenario.double_quant == (row.quant == "nf4-dq")
+    if row.task in ("lora", "qlora") and (row.lora_rank or "lora_rank" in row.assumed):
+        assert scenario.lora_rank and scenario.lora_targets
+
+
+MEASURED = [r for r in ROWS if r.outcome == "measured"]
+
+
+@pytest.mark.parametrize("row", MEASURED, ids=_ids(MEASURED))
+def test_measured_bytes_are_physically_plausible(row: PublishedRow) -> None:
+    card, _ = find_gpu(row.gpu)
+    assert 0 < row.measured_bytes <= card.memory_bytes, "a measured peak cannot exceed the card"
+    spec = find_model(row.model)
+    sharded = row.num_gpus > 1 or "offload" in row.notes.lower()
+    if sharded:
+        return
+    # resident weights are a floor: 2 B/param in bf16; NF4 >= 0.5 B/param (4 bits + absmax, QLoRA paper)
+    floor_per_param = 2.0 if row.weight_dtype == "bf16" else 0.5
+    assert row.measured_bytes >= 0.97 * floor_per_param * spec.params
+
+
+@pytest.mark.parametrize(
+    ("case_id", "model_id", "low", "high"),
+    [
+        # litgpt resource tables, single-GPU inference in bf16: the peak is the bf16 weights plus a
+        # short prompt's KV cache and logits. Llama-2-7B: 6,738,415,616 params x 2 B = 13.48 GB vs 13.52 GB.
+        ("litgpt-rt-infer-llama-2-7b-bf16", "llama-2-7b", 1.000, 1.010),
+        # Llama-2-13B: 13,015,864,320 x 2 B = 26.03 GB vs 26.21 GB
+        ("litgpt-rt-infer-llama-2-13b-bf16", "llama-2-13b", 1.000, 1.010),
+    ],
+)
+def test_bf16_inference_rows_sit_just_above_the_weights(
+    case_id: str, model_id: str, low: float, high: float
+) -> None:
+    row = next(r for r in ROWS if r.case_id == case_id)
+    weights = 2 * get_model(model_id).params
+    assert low <= row.measured_bytes / weights <= high
+
+
+@pytest.mark.parametrize("model_id", ["llama-2-7b", "llama-2-13b"])
+def test_assumed_litgpt_lora_defaults_reproduce_the_stated_trainable_counts(model_id: str) -> None:
+    """The resource tables state trainable parameters; r=8 on q and v (our assumption) must give them."""
+    rows = [r for r in ROWS if r.model == model_id and r.source_table == "Finetuning with LoRA on 1 GPU"]
+    assert rows
+    for row in rows:
+        stated = int(row.source_row.split("|")[4].strip().replace(",", ""))
+        scenario = to_scenario(row)
+        arch = get_model(model_id).architecture
+        linears = {lin.name: lin for lin in get_model(model_id).breakdown.linears}
+        r = scenario.lora_rank
+        trainable = sum(  # PEFT/litgpt LoRA: r x (in + out) per targeted linear, per layer
+            r * (linears[name].in_features + linears[name].out_features) * linears[name].count
+            for name in scenario.lora_targets
+        )
+        assert trainable == stated, (row.case_id, trainable, stated, arch.num_hidden_layers)
+
+
+def test_hf_lora_targets_follow_each_family_naming() -> None:
+    llama = get_model("llama-3.1-8b").architecture
+    assert hf_lora_targets(llama, ["q_proj", "v_proj"]) == ["q_proj", "v_proj"]
+    assert hf_lora_targets(llama, ["q_proj", "k_proj", "v_proj", "o_proj", "mlp", "lm_head"]) == [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+        "lm_head",
+    ]
+    phi3 = get_model("phi-3-mini").architecture  # fused qkv_proj and gate_up_proj (modeling_phi3)
+    assert hf_lora_targets(phi3, ["q_proj", "k_proj", "v_proj", "o_proj", "mlp"]) == [
+        "qkv_proj",
+        "o_proj",
+        "gate_up_proj",
+        "down_proj",
+    ]
+    falcon = get_model("falcon-7b").architecture  # query_key_value; 2-matrix MLP
+    assert hf_lora_targets(falcon, ["q_proj", "v_proj", "mlp"]) == [
+        "query_key_value",
+        "dense_h_to_4h",
+        "dense_4h_to_h",
+    ]
+
+
+def test_comparable_rows_state_the_settings_that_matter() -> None:
+    """Rows in the headline summary carry a batch, a sequence length and single-card settings."""
+    comparable = [r for r in ROWS if r.comparable and r.outcome == "measured"]
+    assert len(comparable) >= 40
+    for row in comparable:
+        assert row.batch_size, row.case_id
+        assert row.seq_len or "seq_len" in row.assumed, row.case_id
+        assert row.metric in ("allocated", "active"), row.case_id
+
+
+def _result(case_id: str, error_pct: float | None, *, comparable: bool = True, **kw: object) -> dict:
+    base = {
+        "case_id": case_id,
+        "comparable": comparable,
+        "error_pct": error_pct,
+        "outcome": "measured",
+        "estimate_exceeds_card": None,
+        "error": None,
+    }
+    return {**base, **kw}
+
+
+def test_summarize_hand_checked() -> None:
+    results = [
+        _result("a", 2.0),
+        _result("b", -8.0),
+        _result("c", 4.0),
+        _result("d", -1.0),
+        _result("e", 12.0),
+        _result("x", -50.0, comparable=False),
+        _result("oom1", None, outcome="oom", estimate_exceeds_card=True),
+        _result("oom2", None, outcome="oom", estimate_exceeds_card=False),
+        _result("bad", None, error="ScenarioError: model: unknown model"),
+    ]
+    s = summarize(results)
+    assert s["cases"] == 5
+    assert s["median_abs_error_pct"] == 4.0  # |2, 8, 4, 1, 12| sorted: 1 2 4 8 12
+    assert s["p90_abs_error_pct"] == 12.0  # nearest rank: ceil(0.9 x 5) = 5th
+    assert s["worst_case"] == "e" and s["worst_error_pct"] == 12.0
+    assert s["underestimates_beyond_5pct"] == 1  # b
+    assert s["mean_signed_error_pct"] == pytest.approx(1.8)
+    assert (s["oom_rows"], s["oom_rows_estimated_to_fit"]) == (2, 1)
+    assert s["errors"] == 1
+    everything = summarize(results, comparable_only=False)
+    assert everything["cases"] == 6
+    assert everything["worst_case"] == "x"
+    assert everything["underestimates_beyond_5pct"] == 2
+
+
+def test_every_row_is_estimable_by_the_real_estimator() -> None:
+    pytest.importorskip("tools.estimator", reason="the estimator (tools/estimator.py) is not in the tree yet")
+    from benchmarks.accuracy.published import published_rows
+
+    results = published_rows()
+    assert len(results) == len(ROWS)
+    failures = [(r["case_id"], r["error"]) for r in results if r["error"]]
+    assert not failures
+    for r in results:
+        if r["outcome"] == "measured":
+            assert r["estimate_bytes"] > 0 and r["error_pct"] is not None
+        else:
+            assert r["estimate_exceeds_card"] is not None

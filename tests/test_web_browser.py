@@ -1,0 +1,156 @@
+"""The chat page end to end in headless Chromium (Playwright): a question typed in the page streams
+an answer whose numbers match the estimator, the SVG chart renders, the language toggles, the
+conversation survives a reload; screenshots go to test-output/."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tools.estimator import estimate
+
+from service.app import create_app
+from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
+from tools.scenario import Scenario
+
+__all__ = ["reset_sse_exit_flag"]  # autouse fixture
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+OUTPUT = Path(__file__).resolve().parent.parent / "test-output"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM),
+        reason=f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`",
+    ),
+]
+
+COUNT_TEXT_UPDATES = """
+() => {
+  window.__textUpdates = 0;
+  new MutationObserver((records) => {
+    for (const r of records) {
+      const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+      if (node && node.closest && node.closest('.answer-text')) window.__textUpdates += 1;
+    }
+  }).observe(document.getElementById('transcript'), {subtree: true, childList: true, characterData: true});
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("web") / "conversations.sqlite3"
+    with live_server(create_app(offline_settings(db))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.errors = errors
+    yield pg
+    context.close()
+
+
+def ask(page, question: str, turn_index: int) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    page.wait_for_selector(f'.turn:nth-of-type({turn_index})[data-done="true"]', timeout=30_000)
+
+
+def test_question_streams_an_answer_that_matches_the_tool(page, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    OUTPUT.mkdir(exist_ok=True)
+    page.goto(base_url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    page.evaluate(COUNT_TEXT_UPDATES)
+    ask(page, "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?", 1)
+
+    turn = page.locator(".turn").last
+    scenario = Scenario.model_validate(json.loads(turn.locator(".scenario-json").text_content()))
+    assert scenario.model == "llama-2-7b" and scenario.task == "lora"
+    expected = estimate(scenario)
+    total_text = f"{expected.per_gpu.total_bytes / GIB:.2f} GiB"
+
+    verdict = turn.locator(".verdict")
+    assert int(verdict.get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
+    assert int(verdict.get_attribute("data-capacity-bytes")) == expected.gpu.memory_bytes
+    assert total_text in verdict.text_content()
+    assert verdict.get_attribute("data-fits") == str(expected.fits).lower()
+    answer_text = turn.locator(".answer-text").text_content()
+    assert f"{expected.per_gpu.total_bytes / GIB:.2f}" in answer_text
+    assert page.evaluate("window.__textUpdates") > 2  # the text arrived in pieces
+
+    # the chart: one rect per non-empty component, widths proportional to bytes, a capacity line
+    rects = turn.locator("svg.chart rect.component")
+    nonzero = [c for c in expected.components if c.bytes > 0]
+    assert rects.count() == len(nonzero)
+    assert [int(rects.nth(i).get_attribute("data-bytes")) for i in range(rects.count())] == [
+        c.bytes for c in nonzero
+    ]
+    assert turn.locator("svg.chart .capacity-line").count() == 1
+    if expected.assumptions:
+        assert turn.locator(".assumptions li").count() == len(expected.assumptions)
+    assert turn.locator(".suggestions li").count() == len(expected.suggestions)
+    assert page.locator("#history li").count() == 1
+
+    page.screenshot(path=str(OUTPUT / "web_chat.png"), full_page=True)
+    assert (OUTPUT / "web_chat.png").stat().st_size > 10_000
+    assert page.errors == []
+
+
+def test_chinese_ui_follow_up_and_reload(page, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(base_url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    page.click("#lang-zh")
+    assert page.locator("#send").text_content() == "提问"
+    assert page.locator("#new-conversation").text_content() == "新对话"
+
+    ask(page, "用一张 4090 跑 Llama-2-7B 推理需要多少显存？", 1)
+    ask(page, "换成 A100 80GB 呢？", 2)
+    last = page.locator(".turn").last
+    scenario = Scenario.model_validate(json.loads(last.locator(".scenario-json").text_content()))
+    assert scenario.model == "llama-2-7b" and scenario.gpu == "a100-80gb"
+    expected = estimate(scenario)
+    assert int(last.locator(".verdict").get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
+    assert last.locator(".badge").text_content() in ("放得下", "放不下")
+    assert page.locator("#history li").count() == 2
+
+    # a reload restores the stored conversation (turns, and charts re-estimated from the scenarios)
+    page.reload()
+    page.wait_for_selector(".turn:nth-of-type(2) .verdict")
+    assert page.locator(".turn").count() == 2
+    assert page.locator("#send").text_content() == "提问"
+    restored = page.locator(".turn").last
+    assert int(restored.locator(".verdict").get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
+    page.screenshot(path=str(OUTPUT / "web_chat_zh.png"), full_page=True)
+
+    page.click("#new-conversation")
+    assert page.locator(".turn").count() == 0 and page.locator("#history li").count() == 0
+    assert page.errors == []

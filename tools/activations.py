@@ -1,0 +1,278 @@
+"""Activation memory: what autograd saves for backward, per layer and per pipeline stage.
+
+Block kinds (one class each, same question: `per_layer(...) -> LayerActivations`):
+- GptBlock: GPT-3-style (LayerNorm, GELU MLP of 4h, dropout). Korthikanti et al. 2022, Table 2:
+  s*b*h*(34 + 5*a*s/h) bytes per layer with 16-bit activations; with TP and no sequence parallel
+  s*b*h*(10 + 24/t + 5*a*s/(h*t)); with sequence parallel everything / t. Flash attention removes
+  the 5*a*s^2*b score bytes and adds the fp32 log-sum-exp (4*a*s*b).
+- LlamaBlock: HF Llama-style (RMSNorm with fp32 upcast, SwiGLU with intermediate i, GQA/MLA, no
+  dropout), from the autograd graph of transformers' modeling_llama.py; the per-tensor constants
+  are named in tools/calibration.py. MoE layers save top-k experts' MLP tensors per token.
+Recompute strategies (Korthikanti sec. 4 / HF gradient_checkpointing): none, selective (drop the
+attention core: scores/softmax), full (keep each layer's input, one layer live during backward).
+Context parallel divides s (each rank holds s/c tokens); data parallel does NOT shrink a GPU's
+activations for a given micro-batch. Pipeline parallel 1F1B: stage k holds min(p - k, m) micro-
+batches in flight, so the first stage holds p micro-batches of its L/p layers (~ L layers' worth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools import calibration as cal
+from tools.architecture import Architecture
+
+
+@dataclass(frozen=True)
+class LayerActivations:
+    """Bytes saved by one (average) layer for one micro-batch on one GPU."""
+
+    full: int  # everything saved without recompute
+    core: int  # the attention-core part selective recompute drops
+    layer_input: int  # the layer's input, what full recompute keeps
+    formula: str
+    substituted: str
+
+
+def _div(x: float, t: int) -> float:
+    return x / t
+
+
+class GptBlock:
+    """Korthikanti et al. 2022, Table 2 (GPT-3 style block, 16-bit activations, 1-byte dropout masks)."""
+
+    source = "Korthikanti et al. 2022 (Reducing Activation Recomputation), Table 2 / eqs. (1)-(2)"
+
+    def per_layer(
+        self,
+        arch: Architecture,
+        *,
+        b: int,
+        s: int,
+        act_bytes: int,
+        residual_bytes: int,
+        flash: bool,
+        tp: int,
+        sp: bool,
+    ) -> LayerActivations:
+        h, a = arch.hidden_size, arch.num_attention_heads
+        scale = act_bytes / 2  # the 34 and 5 assume 2-byte activations
+        if tp == 1:
+            sbh_coeff = cal.KORTHIKANTI_SBH
+            coeff_text = f"{cal.KORTHIKANTI_SBH}"
+        elif sp:
+            sbh_coeff = cal.KORTHIKANTI_SBH / tp
+            coeff_text = f"{cal.KORTHIKANTI_SBH}/{tp}"
+        else:
+            sbh_coeff = cal.KORTHIKANTI_TP_REPLICATED_SBH + cal.KORTHIKANTI_TP_SHARDED_SBH / tp
+            coeff_text = f"{cal.KORTHIKANTI_TP_REPLICATED_SBH} + {cal.KORTHIKANTI_TP_SHARDED_SBH}/{tp}"
+        base = s * b * h * sbh_coeff * scale
+        if flash:
+            core = cal.FLASH_LSE_BYTES_PER_HEAD * a * s * b / tp
+            formula = f"s*b*h*({coeff_text}) + 4*a*s*b/t (flash: no score matrices)"
+            core_text = f"4 x {a} x {s} x {b} / {tp}"
+        else:
+            core = cal.KORTHIKANTI_SCORES * a * s * s * b * scale / tp
+            formula = f"s*b*h*({coeff_text}) + 5*a*s^2*b/t"
+            core_text = f"5 x {a} x {s}^2 x {b} / {tp}"
+        full = int(base + core)
+        subst = f"{s} x {b} x {h} x ({coeff_text}) x {scale:g} + {core_text} = {full:,} B"
+        return LayerActivations(
+            full, int(core), s * b * h * residual_bytes // (tp if sp else 1), formula, subst
+        )
+
+
+class LlamaBlock:
+    """HF Llama-style decoder layer (modeling_llama.py), constants in tools/calibration.py."""
+
+    source = (
+        "autograd saved tensors of transformers modeling_llama.py LlamaDecoderLayer (RMSNorm fp32 upcast, "
+        "SwiGLU, SDPA/eager attention); constants in tools/calibration.py"
+    )
+
+    def per_layer(
+        self,
+        arch: Architecture,
+        *,
+        b: int,
+        s: int,
+        act_bytes: int,
+        residual_bytes: int,
+        flash: bool,
+        tp: int,
+        sp: bool,
+    ) -> LayerActivations:
+        B, h, a, d = act_bytes, arch.hidden_size, arch.num_attention_heads, arch.d_head
+        tok = s * b
+        norm_div = tp if sp else 1
+        # norms: fp32 upcast copy + normalised B-byte output, per norm in the layer (replicated w/o SP)
+        norm = (
+            arch.norms_per_layer * (cal.RMSNORM_FP32_UPCAST_BYTES + cal.RMSNORM_OUTPUT_SAVED_COPIES * B) * h
+        )
+        if arch.kv_lora_rank:  # MLA: per-head q/k of (nope + rope), v of v_head_dim, latent norms
+            qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
+            vd = int(arch.v_head_dim or d)
+            attn = B * a * (2 * qk + vd) + cal.ATTN_OUT_SAVED_COPIES * B * a * vd
+            norm += (cal.RMSNORM_FP32_UPCAST_BYTES + B) * (
+                int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
+            )
+            kv_width = a * qk
+        else:
+            kv_heads = a if (not flash and cal.EAGER_KV_REPEAT) else max(1, arch.kv_heads)
+            attn = (
+                cal.ATTN_Q_SAVED_COPIES * B * a * d
+                + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
+                + cal.ATTN_OUT_SAVED_COPIES * B * a * d
+            )
+            kv_width = kv_heads * d
+        mlp = self._mlp_per_token(arch, B)
+        if flash:
+            core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
+            core = tok * core_tok / tp
+            core_text = f"4 x a x s x b / t = 4 x {a} x {s} x {b} / {tp}"
+        else:  # fp32 softmax output + B-byte probabilities per score element
+            per_score = cal.EAGER_SOFTMAX_FP32_BYTES + cal.EAGER_PROBS_SAVED_COPIES * B
+            core = per_score * a * s * s * b / tp
+            core_text = f"{per_score} x a x s^2 x b / t = {per_score} x {a} x {s}^2 x {b} / {tp}"
+        per_tok = norm / norm_div + (attn + mlp) / tp
+        full = int(tok * per_tok + core)
+        formula = (
+            "s*b*[n_norm*(4+B)*h + (B*q + 2*B*kv + 2*B*q + mlp)/t] + core "
+            "(mlp = 4*B*i SwiGLU; MoE: top_k*(4*B*i_e + 2*B*h) + shared + 4*E)"
+        )
+        subst = (
+            f"{s} x {b} x [{norm:,}/{norm_div} + ({attn:,} + {int(mlp):,})/{tp}] + ({core_text})"
+            f" = {full:,} B (q width {a * d}, kv width {kv_width})"
+        )
+        return LayerActivations(
+            full, int(core), tok * h * residual_bytes // (tp if sp else 1), formula, subst
+        )
+
+    @staticmethod
+    def _mlp_per_token(arch: Architecture, B: int) -> float:
+        copies = cal.MLP_GATED_SAVED_COPIES if arch.gated_mlp else cal.MLP_PLAIN_SAVED_COPIES
+        dense = copies * B * arch.intermediate_size
+        if not arch.is_moe:
+            return dense
+        k = int(arch.num_experts_per_tok or 1)
+        moe_i = int(arch.moe_intermediate_size or arch.intermediate_size)
+        shared_i = int(arch.shared_expert_intermediate_size or arch.num_shared_experts * moe_i)
+        moe = (
+            k * (copies * B * moe_i + cal.MOE_DISPATCH_SAVED_COPIES * B * arch.hidden_size)
+            + copies * B * shared_i
+            + cal.MOE_ROUTER_FP32_BYTES_PER_EXPERT * int(arch.num_experts or 0)
+        )
+        n_moe, n = arch.num_moe_layers, arch.num_hidden_layers
+        return (moe * n_moe + dense * (n - n_moe)) / n  # average over dense and MoE layers
+
+
+def block_for(arch: Architecture) -> GptBlock | LlamaBlock:
+    return GptBlock() if arch.block_style == "gpt" else LlamaBlock()
+
+
+@dataclass(frozen=True)
+class StageActivations:
+    bytes: int
+    formula: str
+    substituted: str
+    source: str
+
+
+class NoRecompute:
+    name = "none"
+
+    def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
+        total = in_flight * n_layers * layer.full
+        return (
+            total,
+            "m_inflight x L_stage x A_layer",
+            f"{in_flight} x {n_layers} x {layer.full:,} B = {total:,} B",
+        )
+
+
+class SelectiveRecompute:
+    name = "selective"
+
+    def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
+        kept = layer.full - layer.core
+        total = in_flight * n_layers * kept
+        return (
+            total,
+            "m_inflight x L_stage x (A_layer - A_core)",
+            f"{in_flight} x {n_layers} x ({layer.full:,} - {layer.core:,}) B = {total:,} B",
+        )
+
+
+class FullRecompute:
+    name = "full"
+
+    def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
+        live = cal.RECOMPUTE_LIVE_LAYERS * layer.full
+        total = in_flight * n_layers * layer.layer_input + live
+        return (
+            total,
+            "m_inflight x L_stage x s*b*h*B_resid + A_layer (one layer recomputed)",
+            f"{in_flight} x {n_layers} x {layer.layer_input:,} B + {live:,} B = {total:,} B",
+        )
+
+
+RECOMPUTE: dict[str, NoRecompute | SelectiveRecompute | FullRecompute] = {
+    "none": NoRecompute(),
+    "selective": SelectiveRecompute(),
+    "full": FullRecompute(),
+}
+
+
+def stage_activations(
+    arch: Architecture,
+    *,
+    b: int,
+    s: int,
+    act_bytes: int,
+    residual_bytes: int,
+    flash: bool,
+    tp: int,
+    sp: bool,
+    recompute: str,
+    n_layers: int,
+    in_flight: int,
+) -> StageActivations:
+    """Activation bytes one pipeline stage holds at the end of forward (s = tokens on this CP rank)."""
+    block = block_for(arch)
+    layer = block.per_layer(
+        arch, b=b, s=s, act_bytes=act_bytes, residual_bytes=residual_bytes, flash=flash, tp=tp, sp=sp
+    )
+    total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
+    return StageActivations(
+        total,
+        f"{formula}; A_layer = {layer.formula}",
+        f"{subst}; A_layer = {layer.substituted}",
+        block.source,
+    )
+
+
+def inference_transient(
+    arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
+) -> tuple[int, str, str]:
+    """Largest live set inside one layer during a no-grad forward over s tokens of b sequences."""
+    B, h, a = act_bytes, arch.hidden_size, arch.num_attention_heads
+    if arch.is_moe:
+        moe_i = int(arch.moe_intermediate_size or arch.intermediate_size)
+        shared_i = int(arch.shared_expert_intermediate_size or arch.num_shared_experts * moe_i)
+        width_i = max(
+            arch.intermediate_size if arch.num_dense_layers else 0,
+            int(arch.num_experts_per_tok or 1) * moe_i + shared_i,
+        )
+    else:
+        width_i = arch.intermediate_size
+    tok = s * b
+    per_tok = (cal.INFERENCE_TRANSIENT_H_COPIES * B + cal.INFERENCE_FP32_NORM_BYTES) * h + (
+        cal.INFERENCE_TRANSIENT_I_COPIES * B * width_i
+    ) / tp
+    scores = 0 if flash else (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp
+    total = int(tok * per_tok + scores)
+    formula = "s*b*[(2*B + 4)*h + 3*B*i/t] (+ (4 + 2B)*a*s^2*b/t eager scores)"
+    subst = f"{s} x {b} x [{(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + 3 x {B} x {width_i:,}/{tp}]"
+    if scores:
+        subst += f" + {int(scores):,}"
+    return total, formula, subst + f" = {total:,} B"

@@ -1,0 +1,131 @@
+"""The GPU catalog: usable memory as the driver reports it, plus dtype support and speeds.
+
+`memory_bytes` is the total the management tool shows (nvidia-smi `memory.total` in MiB,
+rocm-smi / npu-smi for AMD and Ascend); `memory_source` says where each figure comes from.
+PyTorch's `torch.cuda.mem_get_info()` total can be a few hundred MiB lower on ECC cards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from tools.catalog.fuzzy import closest, normalize
+from tools.errors import ScenarioError
+
+GPUS_JSON = Path(__file__).with_name("gpus.json")
+GPU_ACCEPTED = "a catalog GPU id or common name (a100-80gb, 4090, H100, H20, 910B, MI300X; see GET /v1/gpus)"
+
+# Words that never distinguish one card from another ("NVIDIA GeForce RTX 4090" = "4090").
+_NOISE = re.compile(r"nvidia|geforce|tesla|rtx|instinct|huawei|amd|gpu|显卡|colab|kaggle")
+
+
+class GpuSpec(BaseModel):
+    """One accelerator model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    memory_bytes: int = Field(gt=0)
+    memory_source: str
+    marketed: str
+    vendor: str
+    aliases: list[str] = Field(default_factory=list)
+    bf16: bool
+    fp8: bool
+    bandwidth_gbps: float | None = None
+    bf16_tflops: float | None = None  # dense tensor throughput, spec sheet
+    notes: str = ""
+    ambiguous_aliases: dict[str, str] = Field(default_factory=dict)  # alias -> "taken as ..." note
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / 2**30
+
+
+def gpu_key(name: str) -> str:
+    """Normalised GPU name: noise words dropped, '80GB'/'80G' alike, 昇腾 = ascend."""
+    text = name.lower().replace("昇腾", "ascend")
+    text = normalize(_NOISE.sub(" ", text))
+    return text.replace("gb", "g")
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[GpuSpec, ...]:
+    raw = json.loads(GPUS_JSON.read_text(encoding="utf-8"))
+    return tuple(GpuSpec.model_validate(entry) for entry in raw["gpus"])
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, tuple[str, str | None]]:
+    """normalised name -> (gpu id, alias note or None)."""
+    index: dict[str, tuple[str, str | None]] = {}
+    for spec in _load():
+        notes = {gpu_key(alias): note for alias, note in spec.ambiguous_aliases.items()}
+        for name in (spec.id, spec.name, *spec.aliases):
+            key = gpu_key(name)
+            if key:
+                index.setdefault(key, (spec.id, notes.get(key)))
+    return index
+
+
+def list_gpus() -> list[GpuSpec]:
+    return list(_load())
+
+
+def get_gpu(gpu_id: str) -> GpuSpec:
+    for spec in _load():
+        if spec.id == gpu_id:
+            return spec
+    raise KeyError(gpu_id)
+
+
+def _match_with_memory(key: str, index: dict[str, tuple[str, str | None]]) -> tuple[str, str | None] | None:
+    """'4090 24GB' -> the 4090 when its memory is about 24 GB; a stated size that does not match is an error."""
+    if not key.endswith("g"):
+        return None
+    for width in (1, 2, 3):  # "509032g" = "5090" + "32g"; "b200192g" = "b200" + "192g"
+        base, digits = key[: -width - 1], key[-width - 1 : -1]
+        if digits.isdigit() and base in index and not digits.startswith("0"):
+            break
+    else:
+        return None
+    gpu_id, _ = index[base]
+    spec, stated = get_gpu(gpu_id), int(digits)
+    # marketed GB vs reported GiB differ by up to ~7% (80 GB HBM -> 79.6 GiB; 48 GB ECC -> 45 GiB)
+    if abs(spec.memory_bytes / 10**9 - stated) <= 0.1 * stated or f"{stated} GB" in spec.marketed:
+        return gpu_id, None
+    raise ScenarioError(
+        "gpu",
+        f"no {stated} GB variant of {spec.name} in the catalog ({spec.name} has {spec.marketed})",
+        accepted=GPU_ACCEPTED,
+        suggestions=[gpu_id],
+    )
+
+
+def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
+    """(card, alias note) for a GPU name people type; ScenarioError(field='gpu') with near ids otherwise."""
+    index = _index()
+    key = gpu_key(name or "")
+    hit = index.get(key)
+    if hit is None:
+        # tolerate interface/form-factor words: "A100-SXM4-80GB", "H100 80GB HBM3", "L40S PCIe"
+        trimmed = re.sub(r"sxm\d?|pcie|hbm\d?e?|oam|nvlink", "", key)
+        hit = index.get(trimmed)
+    if hit is None:
+        hit = _match_with_memory(key, index)
+    if hit is None:
+        raise ScenarioError(
+            "gpu",
+            f"unknown GPU '{name}'",
+            accepted=GPU_ACCEPTED,
+            suggestions=closest(key, {k: v[0] for k, v in index.items()}),
+        )
+    gpu_id, note = hit
+    return get_gpu(gpu_id), note

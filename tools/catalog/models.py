@@ -1,0 +1,155 @@
+"""The model catalog: real HF architectures of popular open models, with published counts.
+
+`models.json` holds one entry per model: the architecture (config.json keys), the published
+parameter count and where it comes from. Counts are recomputed from the architecture by
+`tools.params.count_params`; tests pin them against the published figures.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from tools.architecture import Architecture, ParamBreakdown
+from tools.catalog.fuzzy import closest, normalize, strip_variant
+from tools.errors import ScenarioError
+
+MODELS_JSON = Path(__file__).with_name("models.json")
+MODEL_ACCEPTED = "a catalog id (see GET /v1/models), a bare size like 7B / 70亿, or an HF config.json"
+
+
+class ModelSpec(BaseModel):
+    """One catalog model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str  # lowercase canonical id, e.g. llama-2-7b
+    name: str  # display name, e.g. Llama-2-7B
+    aliases: list[str] = Field(default_factory=list)
+    family: str
+    hf_repo: str
+    architecture: Architecture
+    published_params: int
+    published_source: str  # model card / safetensors index total_size / paper table
+    # parameters the published checkpoint stores twice (a tied lm_head saved as its own tensor): the
+    # published safetensors count = params + stored_duplicate_params
+    stored_duplicate_params: int = 0
+    notes: str = ""
+
+    @cached_property
+    def breakdown(self) -> ParamBreakdown:  # computed once per (immutable) catalog entry
+        from tools.params import count_params
+
+        return count_params(self.architecture)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def params(self) -> int:
+        return self.breakdown.total
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def active_params(self) -> int:
+        return self.breakdown.active_per_token
+
+
+class ResolvedModel(BaseModel):
+    """What a model reference resolved to: a catalog entry, or a bare size mapped to one."""
+
+    spec: ModelSpec | None
+    architecture: Architecture
+    params: int
+    assumed: str | None = None  # set when an architecture was assumed for the user (bare size)
+
+    @property
+    def spec_or_none(self) -> ModelSpec | None:
+        return self.spec
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[ModelSpec, ...]:
+    raw = json.loads(MODELS_JSON.read_text(encoding="utf-8"))
+    return tuple(ModelSpec.model_validate(entry) for entry in raw["models"])
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    """normalised name -> canonical id, over ids, names, aliases, HF repos and repo basenames."""
+    index: dict[str, str] = {}
+    for spec in _load():
+        repo_base = spec.hf_repo.rsplit("/", 1)[-1]
+        for name in (spec.id, spec.name, spec.hf_repo, repo_base, *spec.aliases):
+            index.setdefault(normalize(name), spec.id)
+    return index
+
+
+def list_models() -> list[ModelSpec]:
+    return list(_load())
+
+
+def get_model(model_id: str) -> ModelSpec:
+    for spec in _load():
+        if spec.id == model_id:
+            return spec
+    raise KeyError(model_id)
+
+
+def lookup_model(name: str) -> ModelSpec | None:
+    """Catalog match (case/punctuation-insensitive, '-instruct'/'-chat'/'-it' variants accepted) or None."""
+    index = _index()
+    key = normalize(name)
+    if "/" in name:  # an HF repo path: also try its basename
+        key_base = normalize(name.rsplit("/", 1)[-1])
+        candidates = [key, key_base]
+    else:
+        candidates = [key]
+    for cand in list(candidates):
+        stripped = strip_variant(cand)
+        while stripped != cand:
+            candidates.append(stripped)
+            cand, stripped = stripped, strip_variant(stripped)
+    for cand in candidates:
+        if cand in index:
+            return get_model(index[cand])
+    return None
+
+
+def model_suggestions(name: str, n: int = 3) -> list[str]:
+    return closest(name, _index(), n=n)
+
+
+def find_model(name: str) -> ModelSpec:
+    """The catalog model `name` refers to; ScenarioError(field='model') with near ids otherwise."""
+    spec = lookup_model(name) if name and name.strip() else None
+    if spec is None:
+        raise ScenarioError(
+            "model",
+            f"unknown model '{name}'",
+            accepted=MODEL_ACCEPTED,
+            suggestions=model_suggestions(name or ""),
+        )
+    return spec
+
+
+def resolve_model(name_or_size: str) -> ResolvedModel:
+    """Catalog model first, then a bare size ('7B', '70亿', '8x7B') mapped to a typical architecture."""
+    from tools.catalog.sizes import resolve_bare_size
+
+    spec = lookup_model(name_or_size) if name_or_size and name_or_size.strip() else None
+    if spec is not None:
+        return ResolvedModel(spec=spec, architecture=spec.architecture, params=spec.params)
+    bare = resolve_bare_size(name_or_size)
+    if bare is not None:
+        typical, assumed = bare
+        return ResolvedModel(
+            spec=typical, architecture=typical.architecture, params=typical.params, assumed=assumed
+        )
+    raise ScenarioError(
+        "model",
+        f"unknown model '{name_or_size}'",
+        accepted=MODEL_ACCEPTED,
+        suggestions=model_suggestions(name_or_size or ""),
+    )

@@ -1,0 +1,651 @@
+"""Per-model memory footprint on the most loaded GPU, by phase: the estimator's building block.
+
+Public API (H3's tools/rl.py composes PPO/GRPO/DPO from it):
+
+    model_footprint(rs, *, model=None, role=None, mode=None, trainable=None, adapters=None,
+                    weight_format=None, batch=None, seq=None, prompt_len=None,
+                    all_position_logits=None, kv_sequences=None) -> ModelFootprint
+
+- `rs`: the ResolvedScenario (tools.resolve.resolve(scenario)): parallel layout, recipe, optimizer,
+  recompute, attention, KV dtype, sizes. Everything below defaults to the scenario's own model/job.
+- `model`: a `tools.resolve.ModelRef` (another model: critic, reward); default `rs.model`.
+- `role`: "actor", "critic", "reference", "reward", "policy" ... copied into every Component.model_role.
+- `mode`:
+  * "train": phases `end_of_forward`, `backward`, `optimizer_step` (weights, gradients, master weights,
+    optimizer states, activations, logits, step temporaries, ZeRO-3 gathered layers ...).
+  * "generate": phases `prefill`, `decode` (weights, KV cache, forward transient, last-position logits).
+    KV holds `kv_sequences` (default batch) sequences: prompt_len tokens at prefill, seq at decode.
+  * "forward": phase `forward`: a frozen no-grad forward over batch x seq (reference / reward scoring):
+    weights, forward transient and, with `all_position_logits`, the fp32 log-probs of every position.
+  Default: "train" for training tasks, "generate" for inference.
+- `trainable` (TrainableSpec, tools.optimizers) and `adapters` (True: LoRA-style, the frozen base is
+  stored in `weight_format`, adapters in the recipe's bytes; False: every weight in the recipe's bytes).
+  Default: the scenario's (`rs.trainable`, `rs.adapters`); for another model in "train" mode: full.
+- `weight_format`: a tools.quant format for the frozen/inference weights; default `rs.weight_format`.
+
+ModelFootprint: `phases` (names in step order), `parts` (PhasedComponent: bytes/formula/substituted
+per phase), `gpu_role`, `notes`; `.bytes_at(phase)`, `.components_at(phase) -> list[Component]`,
+`.peak_phase()`. Every part is a tensor (kind="tensor"); runtime overhead is added by the estimator
+(tools/overhead.py) once per GPU, never per model. With PP the stage with the largest peak is returned.
+
+Counted: see each component's `source`. Not counted: CUDA graphs, DDP gradient buckets when
+gradient_as_bucket_view=False, DeepSpeed reduce buckets, LoRA dropout copies (p = 0 default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tools import calibration as cal
+from tools.activations import inference_transient, stage_activations
+from tools.kv_cache import SOURCE as KV_SOURCE
+from tools.kv_cache import kv_bytes, kv_specs
+from tools.logits import SOURCE as LOGITS_SOURCE
+from tools.logits import inference_logits, training_logits
+from tools.lora import decoder_linears, full_trainable
+from tools.optimizers import TrainableSpec
+from tools.parallel import Stage
+from tools.quant import DenseFormat, WeightFormat
+from tools.result import Component
+
+if TYPE_CHECKING:
+    from tools.resolve import ModelRef, ResolvedScenario
+
+TRAIN_PHASES = ("end_of_forward", "backward", "optimizer_step")
+GENERATE_PHASES = ("prefill", "decode")
+FORWARD_PHASES = ("forward",)
+FWD_BWD = ("end_of_forward", "backward")
+
+
+@dataclass(frozen=True)
+class PhasedComponent:
+    """One named tensor group with its bytes at each phase (absent phase = not resident)."""
+
+    name: str
+    label: str
+    source: str
+    at: dict[str, tuple[int, str, str]]  # phase -> (bytes, formula, substituted)
+    model_role: str | None = None
+    note: str | None = None
+
+    def bytes_at(self, phase: str) -> int:
+        entry = self.at.get(phase)
+        return entry[0] if entry else 0
+
+    def component_at(self, phase: str) -> Component | None:
+        entry = self.at.get(phase)
+        if not entry or entry[0] <= 0:
+            return None
+        return Component.model_construct(
+            name=self.name,
+            bytes=int(entry[0]),
+            kind="tensor",
+            formula=entry[1],
+            substituted=entry[2],
+            source=self.source,
+            label=self.label,
+            model_role=self.model_role,
+            note=self.note,
+        )
+
+
+@dataclass(frozen=True)
+class ModelFootprint:
+    phases: tuple[str, ...]
+    parts: tuple[PhasedComponent, ...]
+    gpu_role: str
+    notes: tuple[str, ...] = ()
+    stage: Stage | None = None
+
+    def bytes_at(self, phase: str) -> int:
+        return sum(p.bytes_at(phase) for p in self.parts)
+
+    def components_at(self, phase: str) -> list[Component]:
+        return [c for c in (p.component_at(phase) for p in self.parts) if c is not None]
+
+    def peak_phase(self) -> str:
+        return max(self.phases, key=self.bytes_at)  # first of equal maxima (step order)
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.bytes_at(self.peak_phase())
+
+
+def _same(phases: tuple[str, ...], value: int, formula: str, subst: str) -> dict[str, tuple[int, str, str]]:
+    return {ph: (value, formula, subst) for ph in phases}
+
+
+@dataclass
+class _Builder:
+    role: str | None
+    parts: list[PhasedComponent] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(
+        self, name: str, label: str, source: str, at: dict[str, tuple[int, str, str]], note: str | None = None
+    ):
+        if any(v[0] > 0 for v in at.values()):
+            self.parts.append(PhasedComponent(name, label, source, at, self.role, note))
+
+
+@dataclass(frozen=True)
+class _LocalParams:
+    """The parameters one GPU of `stage` holds (TP/EP-sharded, before ZeRO-3)."""
+
+    total: int
+    linear_scale_dense: float  # fraction of the model's TP-sharded linear weights held here
+    linear_scale_expert: float
+    linear_scale_repl: float
+    other: int  # non-linear parameters held here (norms, biases, embeddings, LM head)
+    embedding_and_head: int  # the part of `other` that is embedding / LM head
+    linear_local: int  # linear weight elements held here
+    largest_gathered: int  # ZeRO-3: the largest unit gathered at once (a layer or the embedding)
+    layer_local: float  # per-layer parameters held here
+
+
+def _local_params(model: ModelRef, rs: ResolvedScenario, stage: Stage) -> _LocalParams:
+    pb, lay = model.params, rs.layout
+    tp, ep, n_layers = lay.tp, lay.ep, pb.num_layers
+    dense_el = exp_el = rep_el = bias = 0
+    for lin in decoder_linears(pb):
+        el = lin.count * lin.in_features * lin.out_features
+        if lin.expert:
+            exp_el += el
+        elif lin.replicated:
+            rep_el += el
+        else:
+            dense_el += el
+        if lin.bias:
+            bias += lin.count * lin.out_features
+    layer_other = pb.layers_total - dense_el - exp_el - rep_el - bias
+    f = stage.n_layers / n_layers
+    s_dense, s_exp, s_rep = f / tp, f / (tp * ep), f
+    linear_local = dense_el * s_dense + exp_el * s_exp + rep_el * s_rep
+    emb = pb.embedding / tp if stage.first else 0
+    if stage.last:
+        head = pb.lm_head / tp
+        if lay.pp > 1 and not pb.lm_head:  # tied: Megatron keeps the word embedding on the last stage too
+            head = pb.embedding / tp
+        emb += head
+    other = (bias / tp + layer_other) * f + emb + ((pb.final_norm + pb.extra) if stage.last else 0)
+    layer_local = (dense_el / tp + exp_el / (tp * ep) + rep_el + bias / tp + layer_other) / n_layers
+    largest = max(layer_local, pb.embedding / tp, pb.lm_head / tp)
+    return _LocalParams(
+        total=round(linear_local + other),
+        linear_scale_dense=s_dense,
+        linear_scale_expert=s_exp,
+        linear_scale_repl=s_rep,
+        other=round(other),
+        embedding_and_head=round(emb),
+        linear_local=round(linear_local),
+        largest_gathered=round(largest),
+        layer_local=layer_local,
+    )
+
+
+def _format_bytes(model: ModelRef, fmt: WeightFormat, loc: _LocalParams, other_bytes: int) -> tuple[int, int]:
+    """(weights, quant metadata) bytes of the local slice stored in `fmt` (non-linear params at other_bytes)."""
+    lins = decoder_linears(model.params)
+    data = meta = 0.0
+    for group, scale in (
+        ([lin for lin in lins if lin.expert], loc.linear_scale_expert),
+        ([lin for lin in lins if lin.replicated and not lin.expert], loc.linear_scale_repl),
+        ([lin for lin in lins if not lin.expert and not lin.replicated], loc.linear_scale_dense),
+    ):
+        if group and scale:
+            d, m = fmt.linear_bytes(group)
+            data += d * scale
+            meta += m * scale
+    return round(data) + loc.other * other_bytes, round(meta)
+
+
+def model_footprint(
+    rs: ResolvedScenario,
+    *,
+    model: ModelRef | None = None,
+    role: str | None = None,
+    mode: str | None = None,
+    trainable: TrainableSpec | None = None,
+    adapters: bool | None = None,
+    weight_format: WeightFormat | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    prompt_len: int | None = None,
+    all_position_logits: bool | None = None,
+    kv_sequences: int | None = None,
+) -> ModelFootprint:
+    """The footprint of one model on the most loaded GPU (see the module docstring)."""
+    model = model or rs.model
+    mode = mode or ("train" if rs.training else "generate")
+    best: ModelFootprint | None = None
+    for stage in rs.layout.stages(model.params.num_layers):
+        if mode == "train":
+            own = model is rs.model
+            fp = _train(
+                rs,
+                model,
+                stage,
+                role,
+                trainable if trainable is not None else (rs.trainable if own else None),
+                adapters if adapters is not None else (rs.adapters if own else False),
+                weight_format or rs.weight_format,
+                batch or rs.batch,
+                seq or rs.seq,
+            )
+        elif mode == "generate":
+            fp = _generate(
+                rs,
+                model,
+                stage,
+                role,
+                weight_format or rs.weight_format,
+                batch or rs.batch,
+                seq or rs.seq,
+                prompt_len,
+                kv_sequences,
+            )
+        elif mode == "forward":
+            fp = _forward(
+                rs,
+                model,
+                stage,
+                role,
+                weight_format or rs.weight_format,
+                batch or rs.batch,
+                seq or rs.seq,
+                True if all_position_logits is None else all_position_logits,
+            )
+        else:
+            raise ValueError(f"mode must be train, generate or forward, not {mode!r}")
+        if best is None or fp.peak_bytes > best.peak_bytes:
+            best = fp
+    assert best is not None
+    return best
+
+
+# --------------------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------------------
+def _train(
+    rs: ResolvedScenario,
+    model: ModelRef,
+    stage: Stage,
+    role: str | None,
+    trainable: TrainableSpec | None,
+    adapters: bool,
+    fmt: WeightFormat,
+    batch: int,
+    seq: int,
+) -> ModelFootprint:
+    lay, arch, pb = rs.layout, model.arch, model.params
+    recipe, opt = rs.recipe, rs.optimizer
+    assert recipe is not None and opt is not None
+    spec = trainable or full_trainable(pb, arch.hidden_size)
+    loc = _local_params(model, rs, stage)
+    b = _Builder(role)
+    N = lay.dp
+    all_phases = TRAIN_PHASES
+
+    # ---- weights ---------------------------------------------------------------------------------
+    w_div = lay.weights_divisor
+    if adapters:
+        other_bytes = fmt.compute_bytes
+        if fmt.quantised and rs.task in ("qlora", "lora") and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
+            other_bytes = 4
+            b.notes.append(
+                "PEFT prepare_model_for_kbit_training casts the non-quantised parameters (embeddings, "
+                "LM head, norms) to fp32"
+            )
+        base_w, meta = _format_bytes(model, fmt, loc, other_bytes)
+        adapter_local = spec.params * stage.n_layers / pb.num_layers / lay.tp
+        trainable_local = round(adapter_local)
+        adapter_w = trainable_local * recipe.weight_bytes
+        w_total = base_w + adapter_w
+        w_formula = (
+            f"P_base_local in {fmt.name} ({fmt.rate_text()}) + P_adapters_local x {recipe.weight_bytes} B"
+        )
+        w_subst = f"{loc.total:,} base params -> {base_w:,} B + {trainable_local:,} x {recipe.weight_bytes} B"
+        w_label = f"frozen base ({fmt.name}) + adapters"
+    else:
+        meta = 0
+        w_total = loc.total * recipe.weight_bytes
+        trainable_local = _trainable_local(spec, pb, loc, stage)
+        w_formula = f"P_local x {recipe.weight_bytes} B"
+        w_subst = f"{loc.total:,} x {recipe.weight_bytes} B"
+        w_label = f"weights ({recipe.weight_bytes * 8}-bit)"
+    if lay.offload_params:
+        w_total, meta = 0, 0
+        b.notes.append(
+            f"parameters offloaded to {rs.scenario.offload_params}: only gathered layers on the GPU"
+        )
+    elif w_div > 1:
+        w_total, meta = w_total // w_div, meta // w_div
+        w_formula += " / N (ZeRO-3)"
+        w_subst += f" / {N}"
+    b.add(
+        "weights",
+        w_label,
+        _weights_source(fmt, recipe.source, adapters),
+        _same(all_phases, w_total, w_formula, f"{w_subst} = {w_total:,} B"),
+    )
+    if meta:
+        b.add(
+            "quant_metadata",
+            "quantisation scales/absmax",
+            fmt.source,
+            _same(all_phases, meta, f"linear params x metadata rate ({fmt.rate_text()})", f"{meta:,} B"),
+        )
+
+    frac = trainable_local / spec.params if spec.params else 0.0
+    # ---- gradients -----------------------------------------------------------------------------------
+    g_div = lay.grads_divisor
+    grads = trainable_local * recipe.grad_bytes // g_div
+    g_phases = all_phases if cal.GRADS_RESIDENT_ALL_STEP else ("optimizer_step",)
+    if lay.offload_optimizer:
+        b.notes.append(
+            "ZeRO-Offload: gradient partitions, fp32 master weights and optimizer states live in CPU RAM"
+        )
+    else:
+        b.add(
+            "gradients",
+            f"gradients ({recipe.grad_bytes * 8}-bit)",
+            "ZeRO paper sec. 3.1; " + recipe.source,
+            _same(
+                g_phases,
+                grads,
+                f"P_trainable_local x {recipe.grad_bytes} B" + (" / N (ZeRO-2)" if g_div > 1 else ""),
+                f"{trainable_local:,} x {recipe.grad_bytes} B"
+                + (f" / {N}" if g_div > 1 else "")
+                + f" = {grads:,} B",
+            ),
+        )
+        s_div = lay.states_divisor
+        z = " / N (ZeRO-1)" if s_div > 1 else ""
+        zs = f" / {N}" if s_div > 1 else ""
+        if recipe.master_bytes:
+            master = trainable_local * recipe.master_bytes // s_div
+            b.add(
+                "master_weights",
+                "fp32 master weights",
+                recipe.source,
+                _same(
+                    all_phases,
+                    master,
+                    f"P_trainable_local x {recipe.master_bytes} B{z}",
+                    f"{trainable_local:,} x {recipe.master_bytes} B{zs} = {master:,} B",
+                ),
+            )
+        states_global = opt.state_bytes(spec, recipe.state_bytes)
+        states = round(states_global * frac) // s_div
+        b.add(
+            "optimizer_states",
+            opt.label,
+            opt.source,
+            _same(
+                all_phases,
+                states,
+                f"{opt.state_formula()} (B_state = {recipe.state_bytes}){z}",
+                f"{states_global:,} B x {trainable_local:,}/{spec.params:,} local{zs} = {states:,} B",
+            ),
+            note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
+        )
+        transient = 0
+        if not recipe.fused_optimizer:  # DeepSpeed/Megatron run a fused Adam: no foreach transient
+            transient = round(opt.step_transient_bytes(spec, recipe.state_bytes) * frac) // s_div
+        temp_f, temp_s = [], []
+        if transient:
+            temp_f.append("foreach transient = P_trainable_local x B_state")
+            temp_s.append(f"{transient:,} B")
+        if lay.zero_stage >= 1 and recipe.master_bytes:
+            part = trainable_local * cal.ZERO_FP32_GRAD_PARTITION_BYTES // s_div
+            transient += part
+            temp_f.append("fp32 grad partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
+            temp_s.append(f"{part:,} B")
+        if transient:
+            b.add(
+                "optimizer_step_temporaries",
+                "optimizer step temporaries",
+                "torch/optim/adamw.py _multi_tensor_adamw; DeepSpeed stage_1_and_2.py",
+                {
+                    "optimizer_step": (
+                        transient,
+                        " + ".join(temp_f),
+                        " + ".join(temp_s) + f" = {transient:,} B",
+                    )
+                },
+            )
+
+    # ---- autocast copies -------------------------------------------------------------------------------
+    if recipe.autocast_copies:
+        if adapters:
+            copied = trainable_local
+            what = "adapter weights"
+        elif lay.zero_stage >= 3:
+            copied = loc.largest_gathered
+            what = "the gathered layer"
+        elif rs.task == "freeze":
+            copied = trainable_local
+            what = "trainable layers' weights"
+        else:
+            copied = loc.linear_local + loc.embedding_and_head
+            what = "linear + LM-head weights"
+        cb = copied * cal.AUTOCAST_COPY_BYTES
+        b.add(
+            "autocast_weight_copies",
+            "16-bit autocast copies of fp32 weights",
+            "torch.autocast weight cast cache + autograd saved tensors (DOMAIN.md sec. 3)",
+            _same(
+                FWD_BWD,
+                cb,
+                f"P_matmul_local x {cal.AUTOCAST_COPY_BYTES} B ({what})",
+                f"{copied:,} x {cal.AUTOCAST_COPY_BYTES} B = {cb:,} B",
+            ),
+        )
+
+    # ---- ZeRO-3 gathered parameters --------------------------------------------------------------------------
+    if lay.zero_stage >= 3 and (N > 1 or lay.offload_params):
+        wb = fmt.compute_bytes if adapters else recipe.weight_bytes
+        live = loc.largest_gathered + min(cal.ZERO3_PREFETCH_BUCKET_ELEMENTS, loc.largest_gathered)
+        gathered = live * wb
+        bwd = gathered + (0 if adapters else loc.largest_gathered * recipe.grad_bytes)
+        b.add(
+            "zero3_gathered_params",
+            "ZeRO-3 gathered layer + prefetch bucket",
+            "DeepSpeed stage3.py (stage3_prefetch_bucket_size 5e7) / FSDP FULL_SHARD all-gather; "
+            "DeepSpeed estimate_zero3_model_states_mem_needs largest_layer_memory",
+            {
+                "end_of_forward": (
+                    gathered,
+                    "(P_largest_layer + min(prefetch, P_largest_layer)) x B_w",
+                    f"{live:,} x {wb} B = {gathered:,} B",
+                ),
+                "backward": (
+                    bwd,
+                    "gathered params + unreduced grads of the layer",
+                    f"{live:,} x {wb} B + {loc.largest_gathered:,} x {recipe.grad_bytes} B = {bwd:,} B",
+                ),
+            },
+        )
+
+    # ---- bnb dequantisation workspace ------------------------------------------------------------------------
+    if adapters and fmt.quantised and not isinstance(fmt, DenseFormat):
+        largest_lin = (
+            max((lin.in_features * lin.out_features for lin in decoder_linears(pb)), default=0) // lay.tp
+        )
+        ws = largest_lin * fmt.compute_bytes
+        b.add(
+            "dequant_workspace",
+            "16-bit dequantised weight of the running linear",
+            "bitsandbytes MatMul4Bit / Linear8bitLt dequantize in forward and backward",
+            _same(
+                FWD_BWD, ws, "max(in x out) / t x 2 B", f"{largest_lin:,} x {fmt.compute_bytes} B = {ws:,} B"
+            ),
+        )
+
+    # ---- activations and logits -------------------------------------------------------------------------------
+    s_local = max(1, seq // lay.cp)
+    act = stage_activations(
+        arch,
+        b=batch,
+        s=s_local,
+        act_bytes=recipe.activation_bytes,
+        residual_bytes=recipe.residual_bytes,
+        flash=rs.flash,
+        tp=lay.tp,
+        sp=lay.sequence_parallel,
+        recompute=rs.recompute,
+        n_layers=stage.n_layers,
+        in_flight=stage.in_flight,
+    )
+    b.add(
+        "activations",
+        f"activations ({rs.recompute} recompute, {'flash' if rs.flash else 'eager'})",
+        act.source,
+        _same(FWD_BWD, act.bytes, act.formula, act.substituted),
+    )
+    if stage.last:
+        vocab_local = -(-arch.vocab_size // lay.tp)
+        tokens = batch * s_local
+        at = {}
+        for ph in FWD_BWD:
+            at[ph] = training_logits(tokens=tokens, vocab_local=vocab_local, phase=ph)
+        b.add("logits", "logits and loss (fp32 upcast)", LOGITS_SOURCE, at)
+    return ModelFootprint(all_phases, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)
+
+
+def _trainable_local(spec: TrainableSpec, pb, loc: _LocalParams, stage: Stage) -> int:
+    """Trainable parameters held by this GPU for full/freeze training."""
+    if spec.params >= pb.total:
+        return loc.total
+    # freeze: the last `spec.params / per-layer` layers; overlap with this stage's layers
+    per_layer = pb.layers_total / pb.num_layers
+    n_train = round(spec.params / per_layer) if per_layer else 0
+    lo, hi = stage.first_layer, stage.first_layer + stage.n_layers
+    overlap = max(0, min(hi, pb.num_layers) - max(lo, pb.num_layers - n_train))
+    return round(overlap * loc.layer_local)
+
+
+def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> str:
+    if adapters:
+        return f"{fmt.source}; LoRA adapters per {recipe_source}"
+    return recipe_source
+
+
+# --------------------------------------------------------------------------------------------------
+# inference
+# --------------------------------------------------------------------------------------------------
+def _static_weights(
+    b: _Builder,
+    rs: ResolvedScenario,
+    model: ModelRef,
+    fmt: WeightFormat,
+    loc: _LocalParams,
+    phases: tuple[str, ...],
+) -> None:
+    w, meta = _format_bytes(model, fmt, loc, fmt.compute_bytes)
+    b.add(
+        "weights",
+        f"weights ({fmt.name})",
+        fmt.source,
+        _same(
+            phases,
+            w,
+            f"P_local in {fmt.name} ({fmt.rate_text()}; embeddings/head/norms {fmt.compute_bytes} B)",
+            f"{loc.total:,} params -> {w:,} B",
+        ),
+    )
+    if meta:
+        b.add(
+            "quant_metadata",
+            "quantisation scales/absmax",
+            fmt.source,
+            _same(phases, meta, f"linear params x metadata rate ({fmt.rate_text()})", f"{meta:,} B"),
+        )
+
+
+def _generate(
+    rs: ResolvedScenario,
+    model: ModelRef,
+    stage: Stage,
+    role: str | None,
+    fmt: WeightFormat,
+    batch: int,
+    seq: int,
+    prompt_len: int | None,
+    kv_sequences: int | None,
+) -> ModelFootprint:
+    lay, arch = rs.layout, model.arch
+    loc = _local_params(model, rs, stage)
+    b = _Builder(role)
+    _static_weights(b, rs, model, fmt, loc, GENERATE_PHASES)
+    if prompt_len is None:
+        prompt_len = seq - (rs.max_new_tokens or 0) if model is rs.model else seq
+    prompt_len = max(1, prompt_len)
+    seqs = kv_sequences or batch
+    specs = kv_specs(arch, layers=stage.n_layers, tp=lay.tp, dtype_bytes=rs.kv_dtype_bytes)
+    per_tok = sum(s.bytes_per_token() for s in specs)
+    kv_f = " + ".join(s.formula() for s in specs) + " per token x tokens x sequences"
+    kv_s = " + ".join(s.substituted() for s in specs)
+    kv_pre, kv_dec = kv_bytes(specs, prompt_len, seqs), kv_bytes(specs, seq, seqs)
+    b.add(
+        "kv_cache",
+        "KV cache",
+        KV_SOURCE,
+        {
+            "prefill": (
+                kv_pre,
+                kv_f,
+                f"({kv_s} = {per_tok:,} B/token) x {prompt_len:,} x {seqs} = {kv_pre:,} B",
+            ),
+            "decode": (kv_dec, kv_f, f"({kv_s} = {per_tok:,} B/token) x {seq:,} x {seqs} = {kv_dec:,} B"),
+        },
+    )
+    act_b = fmt.compute_bytes
+    pre = inference_transient(arch, b=batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp)
+    dec = inference_transient(arch, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp)
+    b.add(
+        "activations",
+        "forward transient (one layer, no autograd)",
+        "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*",
+        {"prefill": pre, "decode": dec},
+    )
+    if stage.last:
+        vocab_local = -(-arch.vocab_size // lay.tp)
+        lg_pre = inference_logits(sequences=batch, vocab_local=vocab_local)
+        lg_dec = inference_logits(sequences=seqs, vocab_local=vocab_local)
+        b.add(
+            "logits",
+            "last-position logits (fp32 for sampling)",
+            LOGITS_SOURCE,
+            {"prefill": lg_pre, "decode": lg_dec},
+        )
+    return ModelFootprint(GENERATE_PHASES, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)
+
+
+def _forward(
+    rs: ResolvedScenario,
+    model: ModelRef,
+    stage: Stage,
+    role: str | None,
+    fmt: WeightFormat,
+    batch: int,
+    seq: int,
+    all_positions: bool,
+) -> ModelFootprint:
+    lay, arch = rs.layout, model.arch
+    loc = _local_params(model, rs, stage)
+    b = _Builder(role)
+    _static_weights(b, rs, model, fmt, loc, FORWARD_PHASES)
+    tr = inference_transient(arch, b=batch, s=seq, act_bytes=fmt.compute_bytes, flash=rs.flash, tp=lay.tp)
+    b.add(
+        "activations",
+        "forward transient (one layer, no autograd)",
+        "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*",
+        {"forward": tr},
+    )
+    if stage.last and all_positions:
+        vocab_local = -(-arch.vocab_size // lay.tp)
+        lg = inference_logits(sequences=batch, vocab_local=vocab_local, positions=seq)
+        b.add("logits", "logits of every position (fp32 log-probs)", LOGITS_SOURCE, {"forward": lg})
+    return ModelFootprint(FORWARD_PHASES, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)

@@ -1,0 +1,42 @@
+"""Logits and loss: s*b*V tensors that formula sheets forget (huge for V = 128k-152k).
+
+HF causal LMs (LlamaForCausalLM + transformers/loss/loss_utils.py ForCausalLMLoss) compute the
+logits in the activation dtype, upcast them to fp32 (`logits.float()`), and cross_entropy saves an
+fp32 log_softmax; its backward adds an fp32 gradient of the same size. Bytes per element of s*b*V
+at each moment are named in tools/calibration.py. Under TP the LM head is vocab-parallel
+(Megatron VocabParallelEmbedding / vocab_parallel_cross_entropy): V / t per rank.
+Inference computes the logits of the last position only (HF generate `logits_to_keep=1`, vLLM
+`compute_logits` on sampled positions) and upcasts them to fp32 for sampling.
+"""
+
+from __future__ import annotations
+
+from tools import calibration as cal
+
+SOURCE = "transformers ForCausalLMLoss (fp32 upcast + cross_entropy); calibration.LOGITS_* constants"
+
+TRAINING_BYTES_PER_ELEMENT: dict[str, int] = {
+    "end_of_forward": cal.LOGITS_LOSS_PEAK_BYTES,  # the loss forward: B logits + fp32 copy + fp32 log_softmax
+    "backward": cal.LOGITS_BACKWARD_PEAK_BYTES,  # the loss backward, all layer activations still alive
+}
+
+
+def training_logits(*, tokens: int, vocab_local: int, phase: str) -> tuple[int, str, str]:
+    """(bytes, formula, substituted) of the logits/loss tensors at `phase` (0 outside fwd/bwd)."""
+    per_elem = TRAINING_BYTES_PER_ELEMENT.get(phase, 0)
+    total = per_elem * tokens * vocab_local
+    return (
+        total,
+        f"s*b*V/t x {per_elem} B",
+        f"{tokens:,} tokens x {vocab_local:,} x {per_elem} B = {total:,} B",
+    )
+
+
+def inference_logits(*, sequences: int, vocab_local: int, positions: int = 1) -> tuple[int, str, str]:
+    per_elem = cal.INFERENCE_LOGITS_BYTES
+    total = per_elem * sequences * positions * vocab_local
+    return (
+        total,
+        "b x V/t x (B + 4) B (last position, fp32 upcast for sampling)",
+        f"{sequences} x {positions} x {vocab_local:,} x {per_elem} B = {total:,} B",
+    )

@@ -1,0 +1,123 @@
+"""Trainable parameters of full, freeze, LoRA and DoRA fine-tuning, exactly.
+
+LoRA (Hu et al. 2021; PEFT peft/tuners/lora/layer.py `update_layer`): each targeted Linear(in, out)
+gets lora_A (r x in) and lora_B (out x r), no bias: r * (in + out) trainable parameters.
+DoRA (Liu et al. 2024; PEFT `lora_magnitude_vector`): + one magnitude vector of out_features.
+Target matching follows PEFT `check_target_module_exists`: a module matches when its name equals
+a target or ends with "." + target; `all-linear` = every nn.Linear except the output layer
+(PEFT `_maybe_include_all_linear_layers` excludes the LM head).
+Freeze tuning (LLaMA-Factory `freeze_trainable_layers`): the last N decoder layers are trainable.
+"""
+
+from __future__ import annotations
+
+from tools.architecture import LinearShape, ParamBreakdown
+from tools.errors import ScenarioError
+from tools.optimizers import TrainableSpec
+
+ALL_LINEAR = ("all-linear", "all_linear", "all")
+
+
+def decoder_linears(params: ParamBreakdown) -> list[LinearShape]:
+    """The linears LoRA can target (the LM head is not one: PEFT excludes the output layer)."""
+    return [lin for lin in params.linears if lin.name != "lm_head"]
+
+
+def linear_names(params: ParamBreakdown) -> list[str]:
+    seen: list[str] = []
+    for lin in decoder_linears(params):
+        if lin.name not in seen:
+            seen.append(lin.name)
+    return seen
+
+
+def targeted_linears(params: ParamBreakdown, targets: list[str] | tuple[str, ...]) -> list[LinearShape]:
+    """The linear kinds matched by `targets`; ScenarioError naming the model's linears otherwise."""
+    linears = decoder_linears(params)
+    if any(t.strip().lower() in ALL_LINEAR for t in targets):
+        return linears
+    names = set(linear_names(params))
+    wanted: set[str] = set()
+    for target in targets:
+        short = target.strip().rsplit(".", 1)[-1]  # "self_attn.q_proj" -> "q_proj"
+        if short not in names:
+            raise ScenarioError(
+                "lora_targets",
+                f"this model has no linear module named '{target}'",
+                accepted="all-linear or any of: " + ", ".join(linear_names(params)),
+                suggestions=[n for n in linear_names(params) if short[:1] and n.startswith(short[:1])][:3],
+            )
+        wanted.add(short)
+    return [lin for lin in linears if lin.name in wanted]
+
+
+def lora_trainable(
+    params: ParamBreakdown, rank: int, targets: list[str] | tuple[str, ...], *, dora: bool = False
+) -> TrainableSpec:
+    """Exact LoRA (+ DoRA) trainable tensors: sum over targeted linears of r*(in+out) (+ out)."""
+    chosen = targeted_linears(params, targets)
+    matrices: list[tuple[int, int, int]] = []
+    total = vectors = 0
+    terms: list[str] = []
+    for lin in chosen:
+        per = rank * (lin.in_features + lin.out_features)  # lora_A r x in + lora_B out x r
+        total += lin.count * per
+        matrices.append((rank, lin.in_features, lin.count))
+        matrices.append((lin.out_features, rank, lin.count))
+        if dora:
+            vectors += lin.count * lin.out_features  # lora_magnitude_vector (out_features,)
+        terms.append(f"{lin.count} x {rank} x ({lin.in_features} + {lin.out_features})")
+    total += vectors
+    names = ", ".join(dict.fromkeys(lin.name for lin in chosen))
+    dora_f = " + sum out" if dora else ""
+    dora_s = f" + {vectors:,} (DoRA magnitudes)" if dora else ""
+    return TrainableSpec(
+        params=total,
+        matrices=tuple(matrices),
+        vector_params=vectors,
+        label=f"{'DoRA' if dora else 'LoRA'} r={rank} on {names}",
+        formula=f"sum over targeted linears of count x r x (in + out){dora_f}",
+        substituted=" + ".join(terms) + dora_s + f" = {total:,}",
+    )
+
+
+def full_trainable(params: ParamBreakdown, hidden: int) -> TrainableSpec:
+    """Every parameter trainable: linears, embeddings and LM head as matrices, the rest 1-D."""
+    matrices = [(lin.out_features, lin.in_features, lin.count) for lin in params.linears]
+    in_matrices = sum(lin.count * lin.in_features * lin.out_features for lin in params.linears)
+    if hidden:
+        vocab_rows = params.embedding // hidden
+        matrices.append((vocab_rows, hidden, 1))
+        in_matrices += vocab_rows * hidden
+        if params.lm_head:
+            matrices.append((params.lm_head // hidden, hidden, 1))
+            in_matrices += params.lm_head
+    return TrainableSpec(
+        params=params.total,
+        matrices=tuple(matrices),
+        vector_params=max(0, params.total - in_matrices),
+        label="all parameters",
+        formula="P",
+        substituted=f"{params.total:,}",
+    )
+
+
+def freeze_trainable(params: ParamBreakdown, trainable_layers: int) -> TrainableSpec:
+    """Last `trainable_layers` decoder layers trainable (average layer size; MoE layers included)."""
+    n = min(trainable_layers, params.num_layers)
+    per_layer = params.layers_total / params.num_layers
+    total = round(per_layer * n)
+    frac = n / params.num_layers
+    matrices = tuple(
+        (lin.out_features, lin.in_features, max(1, round(lin.count * frac)) if n else 0)
+        for lin in decoder_linears(params)
+    )
+    in_matrices = sum(r * c * k for r, c, k in matrices)
+    return TrainableSpec(
+        params=total,
+        matrices=matrices,
+        vector_params=max(0, total - in_matrices),
+        label=f"last {n} of {params.num_layers} layers",
+        formula="N_trainable_layers x P_layers / L",
+        substituted=f"{n} x {params.layers_total:,} / {params.num_layers} = {total:,}",
+    )

@@ -1,0 +1,62 @@
+"""Runtime overhead per GPU (kind="overhead"): memory nvidia-smi shows that no tensor accounts for.
+
+- cuda_context: CUDA context, cuBLAS/cuDNN handles and workspaces (calibration.CUDA_CONTEXT_BYTES).
+- allocator_slack: PyTorch caching allocator reserved-but-unallocated memory at the peak
+  (calibration.ALLOCATOR_SLACK_FRACTION of the tensor peak, capped).
+- nccl_buffers: one set of NCCL channel buffers per process group this GPU communicates in
+  (TP, PP, CP, EP; DP only when training) (calibration.NCCL_BYTES_PER_COMMUNICATOR).
+"""
+
+from __future__ import annotations
+
+from tools import calibration as cal
+from tools.parallel import Layout
+from tools.result import Component
+from tools.units import MiB
+
+
+def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> list[Component]:
+    out = [
+        Component.model_construct(
+            name="cuda_context",
+            bytes=cal.CUDA_CONTEXT_BYTES,
+            kind="overhead",
+            formula="CUDA context + cuBLAS/cuDNN workspaces (constant per GPU)",
+            substituted=f"{cal.CUDA_CONTEXT_BYTES // MiB} MiB",
+            source="calibration.CUDA_CONTEXT_BYTES (vLLM profiler non-torch memory; llm-d per-GPU overhead)",
+            label="CUDA context",
+            model_role=None,
+            note=None,
+        )
+    ]
+    slack = min(int(tensor_peak_bytes * cal.ALLOCATOR_SLACK_FRACTION), cal.ALLOCATOR_SLACK_MAX_BYTES)
+    out.append(
+        Component.model_construct(
+            name="allocator_slack",
+            bytes=slack,
+            kind="overhead",
+            formula=f"min({cal.ALLOCATOR_SLACK_FRACTION} x tensor peak, {cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB)",
+            substituted=f"{cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B = {slack:,} B",
+            source="PyTorch caching allocator (reserved - allocated); calibration.ALLOCATOR_SLACK_FRACTION",
+            label="allocator slack",
+            model_role=None,
+            note=None,
+        )
+    )
+    groups = layout.communicators(training=training)
+    if groups:
+        nccl = len(groups) * cal.NCCL_BYTES_PER_COMMUNICATOR
+        out.append(
+            Component.model_construct(
+                name="nccl_buffers",
+                bytes=nccl,
+                kind="overhead",
+                formula="communicators x NCCL buffers per communicator",
+                substituted=f"{len(groups)} ({', '.join(groups)}) x {cal.NCCL_BYTES_PER_COMMUNICATOR // MiB} MiB = {nccl:,} B",
+                source="NCCL docs (NCCL_BUFFSIZE 4 MiB x channels); calibration.NCCL_BYTES_PER_COMMUNICATOR",
+                label="NCCL buffers",
+                model_role=None,
+                note=None,
+            )
+        )
+    return out

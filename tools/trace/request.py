@@ -1,0 +1,120 @@
+"""Scenario -> what to trace. One mapping, used by `vramwise trace` and the accuracy benchmark,
+so the estimator and the tracer always look at the same job. No torch import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tools.architecture import Architecture
+from tools.errors import ScenarioError
+from tools.scenario import Scenario
+
+TRACEABLE_TASKS = ("inference", "full_finetune", "pretrain", "lora")
+TRACEABLE_RECIPES = ("fp32", "amp", "bf16")
+# catalog family -> transformers family in tools/trace/build.py (others: chosen from the architecture)
+CATALOG_FAMILIES = {
+    "llama": "llama",
+    "mistral": "mistral",
+    "mixtral": "mixtral",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3_moe",
+    "qwen2_moe": "qwen2_moe",
+    "gemma2": "gemma2",
+    "phi3": "phi3",
+    "gpt2": "gpt2",
+}
+
+
+@dataclass
+class TracePlan:
+    """Plain-data description of the trace (the torch-side TraceRequest is built from it)."""
+
+    architecture: Architecture
+    family: str | None
+    task: str
+    recipe: str
+    weight_dtype: str
+    batch_size: int
+    seq_len: int
+    gradient_checkpointing: bool
+    attention: str  # transformers attn_implementation: sdpa | eager
+    lora_rank: int | None
+    lora_targets: list[str]
+    dora: bool
+    max_new_tokens: int
+    assumptions: list[str] = field(default_factory=list)
+
+
+def _architecture(s: Scenario) -> tuple[Architecture, str | None]:
+    if s.architecture is not None:
+        return s.architecture, None
+    if not s.model:
+        raise ScenarioError("model", "trace needs a catalog model or an explicit architecture")
+    from tools.catalog.models import find_model
+
+    spec = find_model(s.model)
+    return spec.architecture, CATALOG_FAMILIES.get(spec.family)
+
+
+def plan_from_scenario(s: Scenario) -> TracePlan:
+    """Map a Scenario onto a single-device trace; refuse what a CPU trace cannot run."""
+    notes: list[str] = []
+    arch, family = _architecture(s)
+    task = s.task or "full_finetune"
+    if s.task is None:
+        notes.append("task not stated: full_finetune")
+    if task not in TRACEABLE_TASKS:
+        why = (
+            "bitsandbytes 4-bit kernels do not run on fake CPU tensors"
+            if task == "qlora"
+            else "RL/DPO jobs are several models; trace each model separately"
+        )
+        raise ScenarioError("task", f"{task} cannot be traced: {why}", accepted=", ".join(TRACEABLE_TASKS))
+    for name in ("tp", "pp", "cp", "ep"):
+        if (getattr(s, name) or 1) > 1:
+            raise ScenarioError(name, "trace measures one device; parallelism is not traced", accepted="1")
+    if (s.zero_stage or 0) > 0 or (s.num_gpus or 1) > 1:
+        raise ScenarioError("num_gpus", "trace measures one device without sharding", accepted="1")
+    if s.optimizer not in (None, "adamw"):
+        raise ScenarioError("optimizer", "trace runs torch.optim.AdamW(fused=True)", accepted="adamw")
+    weight_dtype = s.weight_dtype or ("fp32" if s.precision_recipe in ("fp32", "amp") else "bf16")
+    if weight_dtype not in ("fp32", "bf16", "fp16"):
+        raise ScenarioError("weight_dtype", "trace builds unquantised models", accepted="fp32, bf16, fp16")
+    if task == "lora":
+        recipe = "amp"  # bf16 autocast (Trainer bf16=True) over the frozen base and fp32 adapters
+        weight_dtype = s.weight_dtype or "bf16"
+    elif task == "inference":
+        recipe = "bf16" if weight_dtype != "fp32" else "fp32"
+    else:
+        recipe = s.precision_recipe or {"fp32": "amp", "bf16": "bf16", "fp16": "bf16"}[weight_dtype]
+        if s.precision_recipe is None:
+            notes.append(f"precision_recipe not stated: {recipe}")
+        if recipe not in TRACEABLE_RECIPES:
+            raise ScenarioError("precision_recipe", f"{recipe} is not traced", accepted=", ".join(TRACEABLE_RECIPES))
+    checkpointing = bool(s.gradient_checkpointing or s.recompute == "full")
+    if s.recompute == "selective":
+        raise ScenarioError("recompute", "selective recompute is not traced", accepted="none, full")
+    batch = s.batch_size or 1
+    seq = s.seq_len or 512
+    if s.batch_size is None:
+        notes.append("batch_size not stated: 1")
+    if s.seq_len is None:
+        notes.append("seq_len not stated: 512")
+    return TracePlan(
+        architecture=arch,
+        family=family,
+        task="full_finetune" if task == "pretrain" else task,
+        recipe=recipe,
+        weight_dtype=weight_dtype,
+        batch_size=batch,
+        seq_len=seq,
+        gradient_checkpointing=checkpointing,
+        attention="eager" if s.attention == "eager" else "sdpa",
+        lora_rank=s.lora_rank or (8 if task == "lora" else None),
+        lora_targets=list(s.lora_targets or ["q_proj", "v_proj"]),
+        dora=s.dora,
+        max_new_tokens=s.max_new_tokens if s.max_new_tokens is not None else 4,
+        assumptions=notes,
+    )

@@ -1,0 +1,346 @@
+"""The programs we trace: one HF training step (twice), a PEFT LoRA/DoRA step, and generation.
+
+Each follows what the reference stack does on a GPU:
+- training: `loss = model(input_ids, labels=input_ids).loss` (transformers/loss/loss_utils.py
+  ForCausalLMLoss: `logits.float()` then cross-entropy), the model output dropped before
+  `loss.backward()` (as transformers' Trainer.compute_loss returns only the loss), then
+  `torch.optim.AdamW(fused=True)` (Trainer's default `adamw_torch_fused` for torch >= 2.8),
+  `zero_grad(set_to_none=True)`. Steps 1 and 2 are both measured: optimizer states appear at step 1.
+- recipes: fp32; amp = fp32 weights + `torch.autocast(bfloat16)` around the forward (Trainer
+  `bf16=True`); bf16 = pure bf16 weights, grads and AdamW states.
+- LoRA/DoRA: PEFT `get_peft_model` on a frozen base (adapters upcast to fp32, PEFT's default
+  `autocast_adapter_dtype=True`), lora_dropout=0.
+- inference: prefill with a DynamicCache and `logits_to_keep=1` (as `generate` does), then greedy
+  decode steps, under `torch.no_grad()`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from tools.architecture import Architecture
+from tools.trace.build import build_model, family_for
+from tools.trace.tracker import (
+    GRADIENTS,
+    KV_CACHE,
+    OPTIMIZER_STATES,
+    PARAMETERS,
+    MemoryTracker,
+    TraceReport,
+)
+
+TRAIN_TASKS = ("full_finetune", "pretrain", "lora")
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass
+class TraceRequest:
+    """What to trace. `recipe`: fp32 | amp | bf16 (training); inference uses `weight_dtype`."""
+
+    architecture: Architecture
+    task: str = "full_finetune"
+    recipe: str = "amp"
+    weight_dtype: str = "bf16"
+    batch_size: int = 1
+    seq_len: int = 512
+    gradient_checkpointing: bool = False
+    attention: str = "sdpa"  # sdpa | eager (transformers attn_implementation)
+    lora_rank: int | None = None
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    dora: bool = False
+    max_new_tokens: int = 4
+    steps: int = 2
+    family: str | None = None
+    fake: bool = True  # False: real CPU tensors (tracker validation on tiny configs)
+
+
+@dataclass
+class TraceResult:
+    request: TraceRequest
+    report: TraceReport
+    family: str
+    kernels: list[str]
+    gpu_differences: list[str]
+    versions: dict[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.request
+        return {
+            "family": self.family,
+            "task": r.task,
+            "recipe": r.recipe,
+            "weight_dtype": r.weight_dtype,
+            "batch_size": r.batch_size,
+            "seq_len": r.seq_len,
+            "gradient_checkpointing": r.gradient_checkpointing,
+            "attention": r.attention,
+            "lora_rank": r.lora_rank,
+            "lora_targets": r.lora_targets if r.lora_rank else None,
+            "dora": r.dora,
+            "max_new_tokens": r.max_new_tokens if r.task == "inference" else None,
+            "fake_tensors": r.fake,
+            **self.report.as_dict(),
+            "kernels": self.kernels,
+            "gpu_differences": self.gpu_differences,
+            "versions": self.versions,
+        }
+
+
+GPU_DIFFERENCES = (
+    "CUDA context, cuBLAS/cuDNN workspaces and NCCL buffers are not tensors: not in this peak "
+    "(the estimator's total adds them)",
+    "the caching allocator rounds to 512 B (counted here) but also caches freed blocks in 2 MiB/20 MiB "
+    "segments: max_memory_reserved is typically a few % above this peak",
+    "SDPA on a GPU picks flash / memory-efficient kernels for bf16/fp16 (saves output + fp32 log-sum-exp, "
+    "like the CPU flash kernel traced here); fp32 inputs fall back to the memory-efficient or math kernel",
+    "eager attention materialises the same a*s*s scores on CPU and GPU",
+)
+
+
+def _versions() -> dict[str, str]:
+    import transformers
+
+    out = {"torch": torch.__version__, "transformers": transformers.__version__}
+    try:
+        import peft
+
+        out["peft"] = peft.__version__
+    except ImportError:  # pragma: no cover - peft is part of the [trace] extra
+        pass
+    return out
+
+
+def _cache_tensors(cache: Any) -> list[torch.Tensor]:
+    """Key/value tensors held by a transformers Cache (DynamicCache layers, or legacy tuples)."""
+    out: list[torch.Tensor] = []
+    for layer in getattr(cache, "layers", None) or []:
+        for name in ("keys", "values", "compressed_kv", "k_pe"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor):
+                out.append(t)
+    if not out and isinstance(cache, tuple | list):
+        for item in cache:
+            out.extend(t for t in item if isinstance(t, torch.Tensor))
+    return out
+
+
+def _model_dtype(req: TraceRequest) -> str:
+    if req.task == "inference":
+        return req.weight_dtype
+    if req.task == "lora":
+        return req.weight_dtype  # frozen base as loaded (bf16 for a LoRA run)
+    return {"fp32": "fp32", "amp": "fp32", "bf16": "bf16"}[req.recipe]
+
+
+def _move_adapter_by_reassign(layer: Any, adapter_name: str, device: Any = None) -> None:
+    """PEFT's BaseTunerLayer._move_adapter_to_device_of_base_layer (tuners_utils.py), same effect:
+    cast the new adapter to the base layer's dtype, but by re-assigning parameters instead of
+    `Module.to()`, which must swap_tensors for fake parameters and fails on them."""
+    base_dtype = layer.get_base_layer().weight.dtype
+    for name in (*layer.adapter_layer_names, *layer.other_param_names):
+        adapters = getattr(layer, name, None)
+        if not isinstance(adapters, torch.nn.ModuleDict | torch.nn.ParameterDict) or adapter_name not in adapters:
+            continue
+        item = adapters[adapter_name]
+        if isinstance(item, torch.nn.Module):
+            for owner in item.modules():
+                for pname, p in list(owner.named_parameters(recurse=False)):
+                    if p.dtype.is_floating_point and p.dtype != base_dtype:
+                        cast = torch.nn.Parameter(p.data.to(base_dtype), requires_grad=p.requires_grad)
+                        setattr(owner, pname, cast)
+        elif isinstance(item, torch.Tensor) and item.dtype.is_floating_point and item.dtype != base_dtype:
+            adapters[adapter_name] = torch.nn.Parameter(item.data.to(base_dtype), requires_grad=item.requires_grad)
+
+
+def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
+    from unittest import mock
+
+    from peft import LoraConfig, get_peft_model
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    targets = list(ALL_LINEAR) if req.lora_targets == ["all-linear"] else list(req.lora_targets)
+    config = LoraConfig(
+        r=int(req.lora_rank or 8),
+        lora_alpha=2 * int(req.lora_rank or 8),
+        target_modules=targets,
+        lora_dropout=0.0,
+        use_dora=req.dora,
+        task_type="CAUSAL_LM",
+    )
+    original_to = torch.nn.Module.to
+
+    def to_same_device_is_noop(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+        # LoraModel._replace_module calls `module.to(weight.device)`: already there on fake tensors.
+        target = args[0] if len(args) == 1 and not kwargs else None
+        if isinstance(target, torch.device) and all(p.device == target for p in module.parameters()):
+            return module
+        return original_to(module, *args, **kwargs)
+
+    with (
+        mock.patch.object(BaseTunerLayer, "_move_adapter_to_device_of_base_layer", _move_adapter_by_reassign),
+        mock.patch.object(torch.nn.Module, "to", to_same_device_is_noop),
+    ):
+        return get_peft_model(model, config)
+
+
+def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+    model.train()
+    if req.gradient_checkpointing:
+        # non-reentrant torch.utils.checkpoint (PyTorch's recommendation). preserve_rng_state stashes
+        # the CPU/CUDA generator states in host memory (not GPU tensors), so it is off here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # renamed activation_checkpointing_enable in v5
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
+            )
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, vocab, (req.batch_size, req.seq_len))
+    autocast = req.recipe == "amp"
+    for _ in range(req.steps):
+        tracker.mark("forward")
+        tracker.set_autocast(autocast)
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+        with ctx:
+            loss = model(input_ids=ids, labels=ids).loss
+        tracker.set_autocast(False)
+        tracker.mark("backward")
+        loss.backward()
+        del loss
+        tracker.note(GRADIENTS, [p.grad for p in trainable])
+        tracker.mark("optimizer")
+        optimizer.step()
+        tracker.note(OPTIMIZER_STATES, [t for s in optimizer.state.values() for t in s.values()])
+        optimizer.zero_grad(set_to_none=True)
+    tracker.mark("end")
+
+
+def _generate(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+    model.eval()
+    vocab = model.config.vocab_size
+    prompt = max(1, req.seq_len - req.max_new_tokens)
+    with torch.no_grad():
+        ids = torch.randint(0, vocab, (req.batch_size, prompt))
+        tracker.mark("prefill")
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        tracker.note(KV_CACHE, _cache_tensors(cache))
+        # transformers generate: next_token_logits = logits[:, -1, :].to(float32); greedy argmax
+        next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
+        del out
+        for _ in range(req.max_new_tokens):
+            tracker.mark("decode")
+            out = model(input_ids=next_ids, cache=cache, use_cache=True)
+            cache = out.past_key_values
+            tracker.note(KV_CACHE, _cache_tensors(cache))
+            next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
+            del out
+    tracker.mark("end")
+
+
+def _no_padding_skip(original: Any) -> Any:
+    """transformers masking_utils._ignore_causal_mask_sdpa reads the padding mask's values to decide
+    whether SDPA may use `is_causal` instead of a materialised mask; fake tensors have no values, so
+    it would always materialise one. Our inputs never contain padding (the mask is all ones, as the
+    real-tensor run sees), so the check is answered with the padding mask treated as absent."""
+
+    def decide(padding_mask: Any, *args: Any, **kwargs: Any) -> Any:
+        from torch._subclasses.fake_tensor import is_fake
+
+        if padding_mask is not None and is_fake(padding_mask):
+            padding_mask = None
+        return original(padding_mask, *args, **kwargs)
+
+    return decide
+
+
+def _no_packing(original: Any) -> Any:
+    """masking_utils.find_packed_sequence_indices (used when no cache and no attention mask, e.g. with
+    gradient checkpointing) reads position ids to detect packed sequences; on real tensors our plain
+    arange positions give None (no packing). Same answer for fake tensors, after the same ops."""
+
+    def find(position_ids: Any) -> Any:
+        from torch._subclasses.fake_tensor import is_fake
+
+        found = original(position_ids)
+        return None if found is not None and is_fake(found) else found
+
+    return find
+
+
+def trace(req: TraceRequest) -> TraceResult:
+    """Run the request's program under the tracker and return the measured peak."""
+    fam = family_for(req.architecture, req.family)
+    dtype = _model_dtype(req)
+    if dtype == "fp32" and not fam.fp32_ok:
+        from tools.errors import ScenarioError
+
+        raise ScenarioError(
+            "precision_recipe",
+            f"{fam.name} experts run through torch._grouped_mm, which needs bf16/fp16 weights",
+            accepted="bf16",
+        )
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()  # "use_cache=True is incompatible with gradient checkpointing" etc.
+    fake_mode = FakeTensorMode() if req.fake else None
+    model = build_model(req.architecture, dtype, req.attention, fake_mode, family=fam.name)
+    tracker = MemoryTracker()
+    from unittest import mock
+
+    from transformers import masking_utils
+
+    skip = _no_padding_skip(masking_utils._ignore_causal_mask_sdpa)
+    packing = _no_packing(masking_utils.find_packed_sequence_indices)
+    with (
+        fake_mode if fake_mode is not None else nullcontext(),
+        mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", skip),
+        mock.patch.object(masking_utils, "find_packed_sequence_indices", packing),
+    ):
+        if req.task == "lora":
+            model = _apply_lora(model, req)
+        with tracker:
+            tracker.note(PARAMETERS, [*model.parameters(), *model.buffers()])
+            if req.task == "inference":
+                _generate(model, req, tracker)
+            else:
+                _train(model, req, tracker)
+    report = tracker.report()
+    del model
+    kernels = report.attention_ops
+    return TraceResult(
+        request=req,
+        report=report,
+        family=fam.name,
+        kernels=kernels,
+        gpu_differences=list(GPU_DIFFERENCES),
+        versions=_versions(),
+    )
+
+
+def request_from_plan(plan: Any, fake: bool = True, steps: int = 2) -> TraceRequest:
+    """The torch-side request for a `tools.trace.request.TracePlan`."""
+    return TraceRequest(
+        architecture=plan.architecture,
+        task=plan.task,
+        recipe=plan.recipe,
+        weight_dtype=plan.weight_dtype,
+        batch_size=plan.batch_size,
+        seq_len=plan.seq_len,
+        gradient_checkpointing=plan.gradient_checkpointing,
+        attention=plan.attention,
+        lora_rank=plan.lora_rank,
+        lora_targets=list(plan.lora_targets),
+        dora=plan.dora,
+        max_new_tokens=plan.max_new_tokens,
+        steps=steps,
+        family=plan.family,
+        fake=fake,
+    )
