@@ -1,13 +1,16 @@
 """GPU check: run the accuracy cases for real on a CUDA card and compare with the estimator.
 
-For each case (a `tools.scenario.Scenario`), the real Hugging Face model is built from the catalog
-architecture with random weights directly on the GPU (`tools/trace/build.py`), and the same program
-the CPU tracer runs (`tools/trace/steps.py`) is executed:
+The cases are the traced accuracy matrix (`benchmarks/accuracy/cases.py`). Each Scenario goes to the
+estimator and, through the tracer's own mapping (`tools.trace.request.plan_from_scenario`), to the
+same program the CPU tracer runs (`tools/trace/steps.py`), here on the GPU with random weights; the
+real Hugging Face model is built from the catalog architecture directly on the device
+(`tools/trace/build.py`):
 
-- training (full_finetune / pretrain / lora): `model(input_ids, labels=input_ids).loss`, backward,
+- training (full_finetune / lora): `model(input_ids, labels=input_ids).loss`, backward,
   `torch.optim.AdamW(fused=True)` step, `zero_grad(set_to_none=True)`, two steps (optimizer states
-  appear at step 1); recipes fp32, amp (fp32 weights + bf16 autocast), bf16 (pure bf16);
-  LoRA through PEFT (`lora_alpha = 2r`, dropout 0); gradient checkpointing with `use_reentrant=False`;
+  appear at step 1); recipes fp32, amp (fp32 weights + bf16 autocast; LoRA: bf16 base under bf16
+  autocast), bf16 (pure bf16); LoRA through PEFT (`lora_alpha = 2r`, dropout 0); gradient
+  checkpointing with `use_reentrant=False`;
 - inference: prefill with `logits_to_keep=1`, then greedy decode steps, under `torch.no_grad()`.
 
 Measured per case, from a clean allocator (`empty_cache` + `reset_peak_memory_stats` before the
@@ -19,9 +22,9 @@ model is built, so weights are inside the peak):
   touched CUDA: the process's nvidia-smi footprint (CUDA context included), compared with
   `per_gpu.total_bytes`. Sampling can miss a spike shorter than the interval.
 
-Cases the estimate says do not fit the card, and cases this script cannot run on one card
-(several GPUs, ZeRO/TP/PP, QLoRA and 8-bit optimizers without bitsandbytes), are recorded as
-skipped with the reason; a CUDA out-of-memory error is recorded as a measured OOM. `--max-minutes`
+Cases the estimate says do not fit the card, and cases the tracer's plan refuses on one card
+(several GPUs, ZeRO/TP/PP, QLoRA, RL, optimizers other than AdamW), are recorded as skipped with
+the reason; a CUDA out-of-memory error is recorded as a measured OOM. `--max-minutes`
 caps the run: cases not started in time are recorded as skipped.
 
     python -m benchmarks.gpu_measure --out gpu_measure.csv             # on a CUDA machine
@@ -57,8 +60,6 @@ from tools.units import GiB
 FIT_FRACTION = 0.97  # skip a case whose estimated total exceeds this share of the card (no OOM storms)
 NVML_INTERVAL_S = 0.002
 TRAIN_STEPS = 2  # tools/trace/steps.py: steps 1 and 2 (optimizer states appear at step 1)
-DEFAULT_NEW_TOKENS = 4  # tools/trace/steps.py TraceRequest.max_new_tokens
-SINGLE_CARD_TASKS = ("full_finetune", "pretrain", "lora", "inference")
 
 COLUMNS = (
     "case_id",
@@ -90,69 +91,11 @@ class Case:
     scenario: Scenario
 
 
-def _case(case_id: str, **fields: Any) -> Case:
-    return Case(case_id, Scenario.model_validate({"gpu": "h200", "num_gpus": 1, **fields}))
+def default_cases(gpu: str = "h200") -> list[Case]:
+    """The traced accuracy matrix (benchmarks/accuracy/cases.py), priced for the card being measured."""
+    from benchmarks.accuracy.cases import all_cases
 
-
-def builtin_cases() -> list[Case]:
-    """A matrix that runs on one 80-141 GB card in a few minutes: dense GQA/MHA and MoE, full/LoRA/inference,
-    fp32/amp/bf16 recipes, checkpointing on/off, batch 1..8, sequence 512..8192."""
-    return [
-        _case("qwen2.5-0.5b-full-amp-b4-s1024", model="qwen2.5-0.5b", task="full_finetune",
-              precision_recipe="amp", batch_size=4, seq_len=1024, gradient_checkpointing=False),
-        _case("qwen2.5-0.5b-full-fp32-b2-s512", model="qwen2.5-0.5b", task="full_finetune",
-              precision_recipe="fp32", batch_size=2, seq_len=512, gradient_checkpointing=False),
-        _case("llama-3.2-1b-full-bf16-b8-s1024", model="llama-3.2-1b", task="full_finetune",
-              precision_recipe="bf16", batch_size=8, seq_len=1024, gradient_checkpointing=False),
-        _case("llama-3.2-1b-full-amp-b4-s2048-gc", model="llama-3.2-1b", task="full_finetune",
-              precision_recipe="amp", batch_size=4, seq_len=2048, gradient_checkpointing=True),
-        _case("qwen2.5-1.5b-full-bf16-b2-s4096-gc", model="qwen2.5-1.5b", task="full_finetune",
-              precision_recipe="bf16", batch_size=2, seq_len=4096, gradient_checkpointing=True),
-        _case("llama-3.2-3b-full-bf16-b2-s2048", model="llama-3.2-3b", task="full_finetune",
-              precision_recipe="bf16", batch_size=2, seq_len=2048, gradient_checkpointing=False),
-        _case("llama-3.1-8b-full-bf16-b1-s2048-gc", model="llama-3.1-8b", task="full_finetune",
-              precision_recipe="bf16", batch_size=1, seq_len=2048, gradient_checkpointing=True),
-        _case("llama-3.1-8b-lora16-b4-s2048", model="llama-3.1-8b", task="lora", weight_dtype="bf16",
-              lora_rank=16, lora_targets=["q_proj", "v_proj"], batch_size=4, seq_len=2048,
-              gradient_checkpointing=False),
-        _case("mistral-7b-lora64-all-b2-s4096-gc", model="mistral-7b", task="lora", weight_dtype="bf16",
-              lora_rank=64, lora_targets=["all-linear"], batch_size=2, seq_len=4096,
-              gradient_checkpointing=True),
-        _case("qwen2.5-7b-lora8-b1-s8192-gc", model="qwen2.5-7b", task="lora", weight_dtype="bf16",
-              lora_rank=8, lora_targets=["q_proj", "v_proj"], batch_size=1, seq_len=8192,
-              gradient_checkpointing=True),
-        _case("qwen1.5-moe-a2.7b-lora8-b2-s1024", model="qwen1.5-moe-a2.7b", task="lora",
-              weight_dtype="bf16", lora_rank=8, lora_targets=["q_proj", "v_proj"], batch_size=2,
-              seq_len=1024, gradient_checkpointing=False),
-        _case("llama-3.1-8b-infer-b8-s4096", model="llama-3.1-8b", task="inference", weight_dtype="bf16",
-              batch_size=8, seq_len=4096),
-        _case("qwen2.5-7b-infer-b1-s8192", model="qwen2.5-7b", task="inference", weight_dtype="bf16",
-              batch_size=1, seq_len=8192),
-        _case("gemma-2-9b-infer-b4-s2048", model="gemma-2-9b", task="inference", weight_dtype="bf16",
-              batch_size=4, seq_len=2048),
-        _case("llama-3.1-70b-infer-b1-s1024", model="llama-3.1-70b", task="inference", weight_dtype="bf16",
-              batch_size=1, seq_len=1024),
-        _case("llama-3.1-70b-full-bf16-b1-s1024", model="llama-3.1-70b", task="full_finetune",
-              precision_recipe="bf16", batch_size=1, seq_len=1024, gradient_checkpointing=True),
-    ]  # fmt: skip
-
-
-def default_cases() -> list[Case]:
-    """The accuracy matrix's single-card cases when benchmarks/accuracy exposes them, else `builtin_cases()`."""
-    try:
-        from benchmarks.accuracy import matrix  # type: ignore[attr-defined]
-    except ImportError:
-        return builtin_cases()
-    cases = getattr(matrix, "gpu_cases", None) or getattr(matrix, "cases", None)
-    if cases is None:
-        return builtin_cases()
-    out: list[Case] = []
-    for item in cases():
-        case_id = getattr(item, "case_id", None) or getattr(item, "id", None) or getattr(item, "name", "")
-        scenario = getattr(item, "scenario", item)
-        if isinstance(scenario, Scenario):
-            out.append(Case(str(case_id), scenario))
-    return out or builtin_cases()
+    return [Case(c.id, Scenario.model_validate({**c.scenario, "gpu": gpu})) for c in all_cases()]
 
 
 # ----------------------------------------------------------------------------- results
@@ -218,19 +161,12 @@ def _estimate(scenario: Scenario) -> Estimate:
     return estimate(scenario, plan=False)
 
 
-def _single_card_reason(s: Scenario) -> str | None:
-    """Why this one-card script cannot run the scenario as stated (None: it can)."""
-    if s.task not in SINGLE_CARD_TASKS:
-        return f"task {s.task} is not run by this script ({', '.join(SINGLE_CARD_TASKS)})"
-    if (s.num_gpus or 1) > 1 or (s.tp or 1) > 1 or (s.pp or 1) > 1 or (s.zero_stage or 0) > 0:
-        return "needs several GPUs (num_gpus/tp/pp/zero_stage): one card here"
-    if s.weight_dtype in ("int8", "int4", "nf4", "fp8"):
-        return f"{s.weight_dtype} weights need a quantised load path (bitsandbytes/GPTQ), not in this script"
-    if s.optimizer not in (None, "adamw"):
-        return f"optimizer {s.optimizer}: only torch AdamW (fused) is run, as in tools/trace/steps.py"
-    if s.offload_optimizer not in (None, "none") or s.offload_params not in (None, "none"):
-        return "CPU/NVMe offload is not run by this script"
-    return None
+def _trace_plan(s: Scenario) -> Any:
+    """The tracer's plan for this scenario (tools/trace/request.py): same job, same program on the GPU.
+    Raises ScenarioError for what one card cannot run here (QLoRA, RL, parallelism, other optimizers)."""
+    from tools.trace.request import plan_from_scenario
+
+    return plan_from_scenario(s)
 
 
 # ----------------------------------------------------------------------------- NVML
@@ -296,48 +232,45 @@ class DeviceMemorySampler:
 
 
 # ----------------------------------------------------------------------------- the programs
-def _model_dtype(s: Scenario) -> str:
+def _model_dtype(plan: Any) -> str:
     # tools/trace/steps.py _model_dtype: inference and LoRA load weights as weight_dtype; full FT by recipe
-    if s.task in ("inference", "lora"):
-        return s.weight_dtype if s.weight_dtype in ("fp32", "bf16", "fp16") else "bf16"
-    return {"fp32": "fp32", "amp": "fp32"}.get(s.precision_recipe or "bf16", "bf16")
+    if plan.task in ("inference", "lora"):
+        return str(plan.weight_dtype)
+    return {"fp32": "fp32", "amp": "fp32", "bf16": "bf16"}[plan.recipe]
 
 
-def _apply_lora(model: Any, s: Scenario) -> Any:
+def _apply_lora(model: Any, plan: Any) -> Any:
     from peft import LoraConfig, get_peft_model
 
-    targets: Any = list(s.lora_targets or ["q_proj", "v_proj"])
-    if targets == ["all-linear"]:
-        targets = "all-linear"  # PEFT: every linear except the output layer
-    rank = int(s.lora_rank or 8)
+    from tools.trace.steps import ALL_LINEAR
+
+    targets = list(ALL_LINEAR) if plan.lora_targets == ["all-linear"] else list(plan.lora_targets)
+    rank = int(plan.lora_rank or 8)
     config = LoraConfig(
         r=rank,
         lora_alpha=2 * rank,
         target_modules=targets,
         lora_dropout=0.0,
-        use_dora=s.dora,
+        use_dora=plan.dora,
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
 
 
-def _train(model: Any, s: Scenario, device: str) -> None:
+def _train(model: Any, plan: Any, device: str) -> None:
     import torch
 
     model.train()
-    if s.gradient_checkpointing:
+    if plan.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if s.task == "lora":
+        if plan.task == "lora":
             model.enable_input_require_grads()
     trainable = [p for p in model.parameters() if p.requires_grad]
     # transformers Trainer default optim adamw_torch_fused (tools/trace/steps.py does the same)
-    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=device == "cuda")
-    ids = torch.randint(
-        0, model.config.vocab_size, (int(s.batch_size or 1), int(s.seq_len or 512)), device=device
-    )
-    amp = s.precision_recipe == "amp" and s.task != "lora"
+    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+    ids = torch.randint(0, model.config.vocab_size, (plan.batch_size, plan.seq_len), device=device)
     for _ in range(TRAIN_STEPS):
-        ctx = torch.autocast(device, dtype=torch.bfloat16) if amp else nullcontext()
+        ctx = torch.autocast(device, dtype=torch.bfloat16) if plan.recipe == "amp" else nullcontext()
         with ctx:
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
@@ -347,42 +280,38 @@ def _train(model: Any, s: Scenario, device: str) -> None:
     del optimizer
 
 
-def _generate(model: Any, s: Scenario, device: str) -> None:
+def _generate(model: Any, plan: Any, device: str) -> None:
     import torch
 
     model.eval()
-    new_tokens = int(s.max_new_tokens or DEFAULT_NEW_TOKENS)
-    prompt = max(1, int(s.seq_len or 512) - new_tokens)
+    prompt = max(1, plan.seq_len - plan.max_new_tokens)
     with torch.no_grad():
-        ids = torch.randint(0, model.config.vocab_size, (int(s.batch_size or 1), prompt), device=device)
+        ids = torch.randint(0, model.config.vocab_size, (plan.batch_size, prompt), device=device)
         out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
         next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
         del out
-        for _ in range(new_tokens):
+        for _ in range(plan.max_new_tokens):
             out = model(input_ids=next_ids, past_key_values=cache, use_cache=True)
             cache = out.past_key_values
             next_ids = out.logits[:, -1, :].float().argmax(-1, keepdim=True)
             del out
 
 
-def run_program(s: Scenario, device: str) -> None:
-    """Build the model on `device` (random weights) and run the scenario's program once."""
+def run_program(plan: Any, device: str) -> None:
+    """Build the model on `device` (random weights) and run the plan's program once."""
     import torch
 
-    from tools.catalog.models import find_model
     from tools.trace.build import build_model
 
-    arch = s.architecture or find_model(str(s.model)).architecture
-    attention = "eager" if s.attention == "eager" else "sdpa"
     with torch.device(device):
-        model = build_model(arch, _model_dtype(s), attention, fake_mode=None)
-    if s.task == "lora":
-        model = _apply_lora(model, s)
-    if s.task == "inference":
-        _generate(model, s, device)
+        model = build_model(plan.architecture, _model_dtype(plan), plan.attention, None, family=plan.family)
+    if plan.task == "lora":
+        model = _apply_lora(model, plan)
+    if plan.task == "inference":
+        _generate(model, plan, device)
     else:
-        _train(model, s, device)
+        _train(model, plan, device)
     del model
 
 
@@ -394,18 +323,19 @@ def _clean(torch: Any) -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def measure_case(case: Case, est: Estimate, sampler: DeviceMemorySampler | None, device: str) -> Measurement:
+def measure_case(
+    case: Case, est: Estimate, plan: Any, sampler: DeviceMemorySampler | None, device: str
+) -> Measurement:
     """Run one case on `device` and record its peaks (CUDA figures only on a CUDA device)."""
     import torch
 
-    s = est.scenario
     m = _from_estimate(case.case_id, est, "measured")
     _clean(torch)
     t0 = time.perf_counter()
     peak_ctx = sampler.peak() if sampler is not None else nullcontext({"peak": None})
     try:
         with peak_ctx as nvml:
-            run_program(s, device)
+            run_program(plan, device)
             if device == "cuda":
                 torch.cuda.synchronize()
     except torch.cuda.OutOfMemoryError as exc:
@@ -426,27 +356,34 @@ def measure_case(case: Case, est: Estimate, sampler: DeviceMemorySampler | None,
 # ----------------------------------------------------------------------------- driver
 def plan_cases(
     cases: list[Case], card_bytes: int | None
-) -> list[tuple[Case, Estimate | None, Measurement | None]]:
-    """Estimate every case; a Measurement is already final for cases that will not run."""
-    out: list[tuple[Case, Estimate | None, Measurement | None]] = []
+) -> list[tuple[Case, Estimate | None, Any, Measurement | None]]:
+    """Estimate and plan every case; the Measurement is already final for cases that will not run."""
+    out: list[tuple[Case, Estimate | None, Any, Measurement | None]] = []
     for case in cases:
         try:
             est = _estimate(case.scenario)
         except ScenarioError as exc:
             out.append(
-                (case, None, Measurement(case.case_id, case.scenario, "skipped", f"not estimable: {exc}"))
+                (
+                    case,
+                    None,
+                    None,
+                    Measurement(case.case_id, case.scenario, "skipped", f"not estimable: {exc}"),
+                )
             )
             continue
-        s = est.scenario
-        reason = _single_card_reason(s)
+        plan, reason = None, None
+        try:
+            plan = _trace_plan(case.scenario)
+        except ScenarioError as exc:
+            reason = f"not run on one card: {exc}"
         if reason is None and card_bytes is not None and est.per_gpu.total_bytes > FIT_FRACTION * card_bytes:
             reason = (
                 f"estimate {est.per_gpu.total_bytes / GiB:.1f} GiB does not fit this card "
                 f"({card_bytes / GiB:.1f} GiB)"
             )
-        out.append(
-            (case, est, None if reason is None else _from_estimate(case.case_id, est, "skipped", reason))
-        )
+        final = None if reason is None else _from_estimate(case.case_id, est, "skipped", reason)
+        out.append((case, est, plan, final))
     return out
 
 
@@ -483,7 +420,7 @@ def run(
             pass
     results: list[Measurement] = []
     deadline = time.monotonic() + max_minutes * 60.0
-    for case, est, final in plan_cases(cases, card_bytes):
+    for case, est, plan, final in plan_cases(cases, card_bytes):
         if final is not None:
             results.append(final)
         elif est is None:
@@ -495,7 +432,7 @@ def run(
                 _from_estimate(case.case_id, est, "skipped", f"--max-minutes {max_minutes:g} reached")
             )
         else:
-            m = measure_case(case, est, sampler, device)
+            m = measure_case(case, est, plan, sampler, device)
             print(f"[gpu_measure] {m.case_id}: {m.status} {m.reason}", file=sys.stderr, flush=True)
             results.append(m)
     return results, env
@@ -563,13 +500,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-minutes", type=float, default=8.0, help="stop starting new cases after this")
     parser.add_argument("--cases", default=None, help="comma-separated case ids to run (default: all)")
     parser.add_argument(
+        "--gpu", default="h200", help="catalog id of the card measured (prices the estimates)"
+    )
+    parser.add_argument(
         "--device", default="cuda", choices=["cuda", "cpu"], help="cpu: check the programs only"
     )
     parser.add_argument(
         "--card-gib", type=float, default=None, help="dry run: card size for the fit check (default: none)"
     )
     args = parser.parse_args(argv)
-    cases = default_cases()
+    cases = default_cases(args.gpu)
     if args.cases:
         wanted = set(args.cases.split(","))
         unknown = wanted - {c.case_id for c in cases}

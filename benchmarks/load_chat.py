@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,58 +92,106 @@ def proc_memory_mib(pid: int) -> tuple[float, float]:
     return fields.get("VmHWM", float("nan")), fields.get("VmRSS", float("nan"))
 
 
-async def one_stream(client: httpx.AsyncClient, body: dict[str, object]) -> tuple[StreamResult, str | None]:
+async def _read_chunked(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """The body of a `Transfer-Encoding: chunked` response, chunk by chunk (RFC 9112 sec. 7.1)."""
+    while True:
+        size_line = await reader.readline()
+        if not size_line:
+            return
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            return
+        data = await reader.readexactly(size + 2)  # chunk + CRLF
+        yield data[:-2]
+
+
+async def one_stream(
+    host: str, port: int, body: dict[str, object], timeout_s: float
+) -> tuple[StreamResult, str | None]:
+    """One POST /v1/chat over a raw asyncio connection (a load generator as light as wrk, so the
+    client's own CPU does not inflate the server's latencies on a 2-core box)."""
     result = StreamResult()
     conversation_id: str | None = None
+    payload = json.dumps(body).encode()
+    request = (
+        f"POST /v1/chat HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    ).encode() + payload
     start = time.perf_counter()
-    event = None
+    writer = None
     try:
-        async with client.stream("POST", "/v1/chat", json=body) as resp:
-            if resp.status_code != 200:
-                result.error = f"HTTP {resp.status_code}: {(await resp.aread())[:200]!r}"
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(request)
+            status = await reader.readline()
+            headers: dict[str, str] = {}
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                key, _, value = line.decode("latin-1").partition(":")
+                headers[key.strip().lower()] = value.strip()
+            if b" 200 " not in status:
+                result.error = f"HTTP {status.decode().strip()}"
                 return result, None
-            async for line in resp.aiter_lines():
-                if line.startswith("event:"):
-                    event = line[6:].strip()
-                elif line.startswith("data:"):
-                    result.events += 1
-                    if result.first_event_ms is None:
-                        result.first_event_ms = (time.perf_counter() - start) * 1000
-                    if event == "meta":
-                        conversation_id = json.loads(line[5:])["conversation_id"]
-                    elif event == "done":
-                        result.done_ms = (time.perf_counter() - start) * 1000
-                        break
-                    elif event == "error":
-                        result.error = f"error event: {line[5:].strip()[:200]}"
-                        break
+            chunks = (
+                _read_chunked(reader)
+                if headers.get("transfer-encoding") == "chunked"
+                else _read_plain(reader)
+            )
+            buffer = b""
+            event = None
+            async for chunk in chunks:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for raw in lines:
+                    line = raw.rstrip(b"\r").decode()
+                    if line.startswith("event:"):
+                        event = line[6:].strip()
+                    elif line.startswith("data:"):
+                        result.events += 1
+                        if result.first_event_ms is None:
+                            result.first_event_ms = (time.perf_counter() - start) * 1000
+                        if event == "meta":
+                            conversation_id = json.loads(line[5:])["conversation_id"]
+                        elif event == "done":
+                            result.done_ms = (time.perf_counter() - start) * 1000
+                        elif event == "error":
+                            result.error = f"error event: {line[5:].strip()[:200]}"
+                if result.done_ms is not None or result.error is not None:
+                    break
         if result.done_ms is None and result.error is None:
             result.error = "stream ended without done"
+    except TimeoutError:
+        result.error = f"timed out after {timeout_s} s"
     except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if writer is not None:
+            writer.close()
     return result, conversation_id
 
 
+async def _read_plain(reader: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    while chunk := await reader.read(65536):
+        yield chunk
+
+
 async def run_load(base_url: str, concurrency: int, rounds: int, timeout_s: float) -> list[StreamResult]:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    timeout = httpx.Timeout(timeout_s, connect=timeout_s)
+    host, port = base_url.removeprefix("http://").split(":")
     results: list[StreamResult] = []
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
-        conversations: list[str | None] = [None] * concurrency
-        for r in range(rounds):
-            bodies = []
-            for i in range(concurrency):
-                if r == 0 or conversations[i] is None:
-                    bodies.append({"message": QUESTIONS[i % len(QUESTIONS)]})
-                else:  # a follow-up in the same stored conversation
-                    bodies.append(
-                        {"message": "what about with a batch of 4?", "conversation_id": conversations[i]}
-                    )
-            outcomes = await asyncio.gather(*(one_stream(client, b) for b in bodies))
-            for i, (res, cid) in enumerate(outcomes):
-                results.append(res)
-                if cid is not None and r == 0:
-                    conversations[i] = cid
+    conversations: list[str | None] = [None] * concurrency
+    for r in range(rounds):
+        bodies: list[dict[str, object]] = []
+        for i in range(concurrency):
+            if r == 0 or conversations[i] is None:
+                bodies.append({"message": QUESTIONS[i % len(QUESTIONS)]})
+            else:  # a follow-up in the same stored conversation
+                bodies.append(
+                    {"message": "what about with a batch of 4?", "conversation_id": conversations[i]}
+                )
+        outcomes = await asyncio.gather(*(one_stream(host, int(port), b, timeout_s) for b in bodies))
+        for i, (res, cid) in enumerate(outcomes):
+            results.append(res)
+            if cid is not None and r == 0:
+                conversations[i] = cid
     return results
 
 

@@ -46,7 +46,7 @@ def test_mixed_precision_adam_is_16_bytes_per_param_112_gb_for_7b() -> None:
     assert comp(e, "master_weights") == 4 * P_7B
     assert comp(e, "optimizer_states") == 8 * P_7B
     assert states == 16 * P_7B  # 107.8 GB for the real 6.74B; the seed's 7e9 x 16 B = 112 GB
-    assert 16 * 7 * 10**9 == 112 * GB
+    assert 112 * GB == 16 * 7 * 10**9
     assert not e.fits  # 100 GiB of model states alone on an 80 GiB card
 
 
@@ -55,7 +55,14 @@ def test_megatron_18_bytes_and_distributed_optimizer_6_plus_12_over_n() -> None:
     model_states = ("weights", "gradients", "master_weights", "optimizer_states")
     assert sum(comp(e1, n) for n in model_states) == 18 * P_7B
     # Megatron distributed optimizer (= ZeRO-1 over N=8): 2 + 4 + 12/N bytes per parameter
-    e8 = est(model="llama-2-7b", task="full_finetune", precision_recipe="megatron", gpu="h100", num_gpus=8, zero_stage=1)
+    e8 = est(
+        model="llama-2-7b",
+        task="full_finetune",
+        precision_recipe="megatron",
+        gpu="h100",
+        num_gpus=8,
+        zero_stage=1,
+    )
     assert sum(comp(e8, n) for n in model_states) == 6 * P_7B + 12 * P_7B // 8
 
 
@@ -75,7 +82,9 @@ def test_zero_stages_shard_states_grads_weights_over_dp(stage, weights, grads, m
     gathered = comp(e, "zero3_gathered_params")
     assert (gathered > 0) == (stage == 3)
     if stage in (1, 2):  # DeepSpeed builds the fp32 gradient of its partition at the step
-        assert e.per_gpu.peak_phase != "optimizer_step" or comp(e, "optimizer_step_temporaries") == 4 * P_7B // 8
+        assert (
+            e.per_gpu.peak_phase != "optimizer_step" or comp(e, "optimizer_step_temporaries") == 4 * P_7B // 8
+        )
 
 
 def test_zero3_gathered_layer_is_one_layer_plus_prefetch() -> None:
@@ -112,7 +121,9 @@ def test_kv_cache_llama2_7b_half_mib_per_token_2_gib_at_4096() -> None:
     rs = resolve(Scenario(model="llama-2-7b", task="inference", kv_dtype="fp16"))
     specs = kv_specs(rs.model.arch, dtype_bytes=2)
     assert kv_bytes_per_token(specs) == 524_288 == MiB // 2
-    e = est(model="llama-2-7b", task="inference", seq_len=4096, batch_size=1, kv_dtype="fp16", gpu="a100-80gb")
+    e = est(
+        model="llama-2-7b", task="inference", seq_len=4096, batch_size=1, kv_dtype="fp16", gpu="a100-80gb"
+    )
     assert comp(e, "kv_cache") == 2 * GiB
 
 
@@ -168,7 +179,9 @@ def test_inference_prefill_vs_decode_peak() -> None:
     phases = {p.phase: p.tensor_bytes for p in e.per_gpu.phases}
     assert e.per_gpu.peak_phase == "prefill" and phases["prefill"] > phases["decode"]
     # short prompt, long generation: the decode-time KV cache dominates
-    e2 = est(model="llama-2-7b", task="inference", seq_len=4096, max_new_tokens=3584, batch_size=4, gpu="a100-80gb")
+    e2 = est(
+        model="llama-2-7b", task="inference", seq_len=4096, max_new_tokens=3584, batch_size=4, gpu="a100-80gb"
+    )
     phases2 = {p.phase: p.tensor_bytes for p in e2.per_gpu.phases}
     assert e2.per_gpu.peak_phase == "decode" and phases2["decode"] > phases2["prefill"]
     assert comp(e2, "kv_cache") == 4 * 4096 * 524_288
@@ -220,3 +233,39 @@ def test_one_estimate_under_one_millisecond() -> None:
             estimate(sc, plan=False)
         best = min(best, (time.perf_counter() - t0) / 50)
     assert best < 1e-3, f"{best * 1e3:.3f} ms per estimate"
+
+
+def test_optimizer_offload_moves_states_master_and_grads_off_the_gpu() -> None:
+    e = est(model="llama-2-7b", task="full_finetune", zero_stage=2, offload_optimizer="cpu", gpu="h100")
+    assert comp(e, "weights") == 2 * P_7B  # DeepSpeed estimate_zero2 with cpu_offload: 2 B/param on the GPU
+    for name in ("gradients", "master_weights", "optimizer_states", "optimizer_step_temporaries"):
+        assert e.component(name) is None
+    assert any("CPU RAM" in n for n in e.notes)
+
+
+def test_param_offload_zero3_keeps_only_gathered_layers() -> None:
+    e = est(
+        model="llama-2-7b", task="full_finetune", zero_stage=3, offload_params="cpu", offload_optimizer="cpu"
+    )
+    assert e.component("weights") is None
+    assert comp(e, "zero3_gathered_params") > 0
+
+
+def test_inference_param_offload_streams_one_layer() -> None:
+    e = est(model="llama-2-70b", task="inference", offload_params="cpu", gpu="4090", seq_len=1024)
+    assert comp(e, "weights") < 2 * GiB  # one 0.86B-param decoder layer in bf16
+    assert any("slowdown" in n for n in e.notes)
+
+
+def test_expert_parallel_shards_routed_experts_only() -> None:
+    one = est(model="mixtral-8x7b", task="inference", gpu="h200")
+    ep8 = est(model="mixtral-8x7b", task="inference", gpu="h100", ep=8, num_gpus=8)
+    rs = resolve(Scenario(model="mixtral-8x7b"))
+    experts = sum(x.count * x.in_features * x.out_features for x in rs.model.params.linears if x.expert)
+    assert comp(one, "weights") - comp(ep8, "weights") == 2 * experts * 7 // 8
+
+
+def test_deepseek_v3_mla_kv_per_token() -> None:
+    e = est(model="deepseek-v3", task="inference", weight_dtype="fp8", tp=8, num_gpus=8, gpu="h200")
+    # MLA latent is replicated on every TP rank: 61 layers x (512 + 64) x 2 B
+    assert e.serving is not None and e.serving.kv_bytes_per_token == 61 * 576 * 2

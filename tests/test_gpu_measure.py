@@ -14,7 +14,7 @@ pytest.importorskip("torch", reason="gpu_measure's programs need the [trace] ext
 pytest.importorskip("tools.estimator", reason="the estimator (tools/estimator.py) is not in the tree yet")
 
 from benchmarks import gpu_measure
-from benchmarks.gpu_measure import COLUMNS, Case, builtin_cases, plan_cases, run, write_outputs
+from benchmarks.gpu_measure import COLUMNS, Case, plan_cases, run, write_outputs
 from tools.scenario import Scenario
 from tools.units import GiB
 
@@ -59,17 +59,6 @@ def test_dry_run_lists_every_case_with_estimates_and_never_imports_torch(tmp_pat
     assert "| case | status |" in proc.stdout
 
 
-def test_builtin_cases_cover_the_matrix_axes() -> None:
-    cases = builtin_cases()
-    scenarios = [c.scenario for c in cases]
-    assert len({c.case_id for c in cases}) == len(cases)
-    assert {s.task for s in scenarios} == {"full_finetune", "lora", "inference"}
-    assert {s.precision_recipe for s in scenarios if s.task == "full_finetune"} == {"fp32", "amp", "bf16"}
-    assert {s.gradient_checkpointing for s in scenarios if s.task != "inference"} == {True, False}
-    assert min(s.seq_len for s in scenarios) <= 512 and max(s.seq_len for s in scenarios) >= 8192
-    assert {1, 8} <= {s.batch_size for s in scenarios}
-
-
 def test_cases_the_card_cannot_take_are_skipped_with_the_reason() -> None:
     cases = [
         _tiny("two-gpus", task="full_finetune", precision_recipe="bf16", num_gpus=2, zero_stage=3),
@@ -81,10 +70,12 @@ def test_cases_the_card_cannot_take_are_skipped_with_the_reason() -> None:
             Scenario(model="llama-3.1-70b", task="full_finetune", gpu="h200", batch_size=1, seq_len=1024),
         ),
     ]
-    planned = {case.case_id: final for case, _est, final in plan_cases(cases, card_bytes=int(141 * GiB))}
-    assert "several GPUs" in planned["two-gpus"].reason
-    assert "nf4" in planned["qlora"].reason
-    assert "optimizer sgd" in planned["sgd"].reason
+    planned = {
+        case.case_id: final for case, _est, _plan, final in plan_cases(cases, card_bytes=int(141 * GiB))
+    }
+    assert planned["two-gpus"].reason.startswith("not run on one card: num_gpus:")
+    assert planned["qlora"].reason.startswith("not run on one card: task: qlora cannot be traced")
+    assert planned["sgd"].reason.startswith("not run on one card: optimizer:")
     assert planned["fits"] is None  # it will run
     assert planned["llama-70b-full"].status == "skipped"
     assert "does not fit this card (141.0 GiB)" in planned["llama-70b-full"].reason

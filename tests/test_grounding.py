@@ -193,3 +193,47 @@ def test_gate_never_splits_a_number_from_its_unit() -> None:
     result = gate.flush()
     assert [f.text for f in result.violations] == ["50.20 GiB"]
     assert gate.released == "Total: "
+
+
+# ---- cross-check against the real estimator and the templated answers ---------------------------
+
+TEMPLATED_CASES = [
+    {"model": "llama-2-7b", "task": "inference", "gpu": "a100-80gb"},
+    {"model": "llama-2-7b", "task": "full_finetune", "gpu": "a100-80gb", "batch_size": 4, "seq_len": 2048},
+    {"model": "qwen2.5-7b", "task": "lora", "gpu": "4090", "lora_rank": 16},
+    {"model": "llama-2-7b", "task": "qlora", "gpu": "t4"},
+    {"model": "llama-2-70b", "task": "full_finetune", "gpu": "h100", "num_gpus": 8, "zero_stage": 3},
+    {"model": "llama-2-70b", "task": "inference", "gpu": "h100", "num_gpus": 4, "tp": 4, "seq_len": 32768},
+]
+
+
+async def _allowed_after_tool(args: dict[str, object]) -> tuple[AllowedFigures, object]:
+    """The allowed figures exactly as the LLM agent builds them after one estimate_memory call."""
+    from service.agent.llm.agent import allow_tool_run
+    from service.agent.llm.tools import ToolRecorder, build_tools
+
+    recorder = ToolRecorder()
+    tool = next(t for t in build_tools(recorder) if t.name == "estimate_memory")
+    await tool.ainvoke(args)
+    a = AllowedFigures()
+    allow_tool_run(a, recorder.runs[-1])
+    return a, recorder.estimates[-1]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("args", TEMPLATED_CASES, ids=lambda a: f"{a['model']}-{a['task']}")
+async def test_templated_answers_are_grounded_and_a_changed_figure_is_not(
+    args: dict[str, object], language: str
+) -> None:
+    """No false positives on real 2-5 kB answers; one altered figure in them is caught."""
+    from service.agent.render import render_answer
+    from tools.units import fmt_gib
+
+    a, est = await _allowed_after_tool(args)
+    text = render_answer(est, language)
+    assert len(find_figures(text)) >= 20  # the checker sees the figures...
+    assert ungrounded_figures(text, a) == []  # ...and all of them are the tool's
+    total = fmt_gib(est.per_gpu.total_bytes)
+    assert total in text
+    wrong = fmt_gib(est.per_gpu.total_bytes * 1.1)
+    assert [f.text for f in ungrounded_figures(text.replace(total, wrong, 1), a)] == [wrong]

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from tools.estimator import estimate
 
 from service.agent.base import ConversationState
 from service.agent.events import DoneEvent, EstimateEvent, NoticeEvent, ScenarioEvent, TokenEvent
@@ -22,6 +21,7 @@ from service.agent.llm.agent import LLMAgent
 from service.agent.llm.tools import ToolRecorder, build_tools
 from service.settings import Settings
 from tests.fakes.chat_model import ScriptedChatModel, Step, call, call_raw, last_tool_output, say, scripted
+from tools.estimator import estimate
 from tools.scenario import Scenario
 
 LLAMA2_7B_PARAMS = 6_738_415_616  # published (meta-llama/Llama-2-7b-hf safetensors)
@@ -108,7 +108,9 @@ async def test_tool_gets_parsed_arguments_and_events_carry_its_numbers() -> None
     assert answer.agent == "llm"
     assert "12.55 GiB" in answer.answer
     assert answer.estimate is not None and answer.estimate.per_gpu.total_bytes == direct.per_gpu.total_bytes
-    assert answer.scenario == estimate_ev.estimate.scenario
+    assert (
+        answer.scenario == scenario_ev.scenario == Scenario(**SERVE_ARGS)
+    )  # the stated scenario, as offline keeps it
     # streamed incrementally: many token events, in order, adding up to the answer
     streamed = tokens(events)
     assert len(streamed) >= 4

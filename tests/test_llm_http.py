@@ -120,10 +120,15 @@ async def test_http_errors_fall_back_to_offline(server: FakeOpenAI, reply: Reply
     assert_offline_fallback(events, reason)
 
 
-async def test_error_after_a_tool_call_falls_back(server: FakeOpenAI) -> None:
-    use(server, Reply(tool_calls=[("estimate_memory", ARGS)]), Reply(status=500))
+async def test_error_after_text_and_a_tool_call_falls_back(server: FakeOpenAI) -> None:
+    intro = "Let me run the estimator for that. "
+    use(server, Reply(content=intro, tool_calls=[("estimate_memory", ARGS)]), Reply(status=500))
     events = await collect(agent_for(server.base_url))
     assert_offline_fallback(events, "HTTP 500")
+    # what the user already saw stays, then the offline answer follows it
+    answer = events[-1].answer.answer
+    assert answer.startswith(intro) and "\n---\n" in answer
+    assert "".join(e.text for e in events if isinstance(e, TokenEvent)) == answer
 
 
 async def test_timeout_falls_back_to_offline(server: FakeOpenAI) -> None:
@@ -154,3 +159,69 @@ def assert_offline_fallback(events: list[Any], reason: str) -> None:
     assert answer.estimate is not None
     assert answer.estimate.component("weights").bytes == LLAMA2_7B_FP16_WEIGHTS
     assert "12.55 GiB" in answer.answer
+
+
+async def test_chinese_question_falls_back_with_a_chinese_notice(server: FakeOpenAI) -> None:
+    use(server, Reply(status=500))
+    question = "Llama-2-7B 用一张 A100 80G 做推理，4k 上下文，fp16，batch 1，需要多少显存？"
+    events = await collect(agent_for(server.base_url), question)
+    notice = next(e for e in events if isinstance(e, NoticeEvent))
+    assert notice.code == "llm_unavailable" and "离线助手" in notice.message
+    answer = events[-1].answer
+    assert answer.language == "zh" and answer.agent == "llm->offline"
+    assert answer.estimate.component("weights").bytes == LLAMA2_7B_FP16_WEIGHTS
+    assert "12.55 GiB" in answer.answer
+
+
+def test_one_agent_serves_requests_on_different_event_loops(server: FakeOpenAI) -> None:
+    """The service builds the agent once; each request gets fresh HTTP clients (STACK.md trap)."""
+    import asyncio
+
+    agent = agent_for(server.base_url)
+    for _ in range(2):
+        use(server, Reply(tool_calls=[("estimate_memory", ARGS)]), honest)
+        events = asyncio.run(collect(agent))
+        assert events[-1].answer.agent == "llm", [e for e in events if isinstance(e, NoticeEvent)]
+
+
+def honest_zh(body: dict[str, Any]) -> Reply:
+    out = tool_output(body)
+    verdict = "放得下" if out["verdict"]["fits"] else "放不下"
+    return Reply(content=f"结论：{verdict}。每张卡需要 {out['per_gpu']['total']['gib']}。\n")
+
+
+async def test_chinese_multi_turn_over_http(server: FakeOpenAI) -> None:
+    first_args = {"model": "qwen2.5-7b", "task": "lora", "gpu": "4090", "num_gpus": 1, "lora_rank": 16}
+    agent = agent_for(server.base_url)
+    state = ConversationState(conversation_id="zh-1")
+
+    use(server, Reply(tool_calls=[("estimate_memory", first_args)]), honest_zh)
+    q1 = "Qwen2.5-7B 用 LoRA（rank 16）在一张 4090 上微调，显存够吗？"
+    first = [e async for e in agent.stream(q1, state)][-1].answer
+    assert first.language == "zh" and first.agent == "llm" and first.answer.startswith("结论：")
+    assert "数字只能来自工具" in server.requests[0]["messages"][0]["content"]  # Chinese system prompt
+    state.record_turn(q1, first)
+
+    use(server, Reply(tool_calls=[("estimate_memory", {"follow_up": True, "task": "qlora"})]), honest_zh)
+    q2 = "那如果用 QLoRA 呢？"
+    events = [e async for e in agent.stream(q2, state)]
+    second = events[-1].answer
+    sent = server.requests[0]["messages"]
+    assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]  # the previous turn, then q2
+    assert sent[2]["content"] == first.answer and sent[-1]["content"] == q2
+    assert '"lora_rank": 16' in sent[0]["content"]  # the previous scenario as context
+    s = second.scenario
+    assert (s.model, s.task, s.gpu, s.lora_rank) == ("qwen2.5-7b", "qlora", "4090", 16)
+    assert second.agent == "llm" and second.language == "zh" and second.conversation_id == "zh-1"
+    assert second.estimate.per_gpu.total_bytes < first.estimate.per_gpu.total_bytes  # 4-bit base
+
+
+async def test_conceptual_answer_without_figures_needs_no_tool(server: FakeOpenAI) -> None:
+    use(
+        server,
+        Reply(content="No. Epochs change how long training runs, not what one step holds in memory.\n"),
+    )
+    events = await collect(agent_for(server.base_url), "Does num_epochs change GPU memory?")
+    answer = events[-1].answer
+    assert answer.agent == "llm" and answer.estimate is None and answer.scenario is None
+    assert not [e for e in events if isinstance(e, NoticeEvent)]

@@ -108,6 +108,16 @@ def test_measured_bytes_are_physically_plausible(row: PublishedRow) -> None:
         return
     # resident weights are a floor: 2 B/param in bf16; NF4 >= 0.5 B/param (4 bits + absmax, QLoRA paper)
     floor_per_param = 2.0 if row.weight_dtype == "bf16" else 0.5
+    optimizer = row.optimizer or row.assumed.get("optimizer")
+    if (
+        row.comparable
+        and row.task == "full_finetune"
+        and optimizer == "adamw"
+        and row.precision_recipe == "bf16"
+    ):
+        floor_per_param = (
+            8.0  # bf16 weights 2 + gradients 2 + AdamW m, v 2 + 2 (ZeRO paper sec. 3.1 accounting)
+        )
     assert row.measured_bytes >= 0.97 * floor_per_param * spec.params
 
 
@@ -158,8 +168,7 @@ def test_hf_lora_targets_follow_each_family_naming() -> None:
         "gate_proj",
         "up_proj",
         "down_proj",
-        "lm_head",
-    ]
+    ]  # lm_head dropped: per-layer linears only (see hf_lora_targets)
     phi3 = get_model("phi-3-mini").architecture  # fused qkv_proj and gate_up_proj (modeling_phi3)
     assert hf_lora_targets(phi3, ["q_proj", "k_proj", "v_proj", "o_proj", "mlp"]) == [
         "qkv_proj",

@@ -120,7 +120,9 @@ def test_question_streams_an_answer_that_matches_the_tool(page, base_url: str) -
     assert turn.locator(".suggestions li").count() == len(expected.suggestions)
     assert page.locator("#history li").count() == 1
 
-    page.screenshot(path=str(OUTPUT / "web_chat.png"), full_page=True)
+    turn.scroll_into_view_if_needed()
+    page.evaluate("document.querySelector('.turn').scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(OUTPUT / "web_chat.png"))
     assert (OUTPUT / "web_chat.png").stat().st_size > 10_000
     assert page.errors == []
 
@@ -149,7 +151,7 @@ def test_chinese_ui_follow_up_and_reload(page, base_url: str) -> None:  # type: 
     assert page.locator("#send").text_content() == "提问"
     restored = page.locator(".turn").last
     assert int(restored.locator(".verdict").get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
-    page.screenshot(path=str(OUTPUT / "web_chat_zh.png"), full_page=True)
+    page.screenshot(path=str(OUTPUT / "web_chat_zh.png"))
 
     page.click("#new-conversation")
     assert page.locator(".turn").count() == 0 and page.locator("#history li").count() == 0

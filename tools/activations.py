@@ -22,6 +22,55 @@ from dataclasses import dataclass
 from tools import calibration as cal
 from tools.architecture import Architecture
 
+ATTN_IN_LINEARS = frozenset(
+    {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "qkv_proj",
+        "query_key_value",
+        "W_pack",
+        "wqkv",
+        "c_attn",
+        "q_a_proj",
+        "q_b_proj",
+        "kv_a_proj_with_mqa",
+        "kv_b_proj",
+    }
+)
+ATTN_OUT_LINEARS = frozenset({"o_proj", "dense", "wo", "c_proj"})
+MLP_IN_LINEARS = frozenset({"gate_proj", "up_proj", "gate_up_proj", "w1", "w3", "dense_h_to_4h", "c_fc"})
+MLP_OUT_LINEARS = frozenset({"down_proj", "w2", "dense_4h_to_h", "c_proj"})
+
+
+@dataclass(frozen=True)
+class SaveMask:
+    """Which weights of a layer train: a frozen weight's matmul saves no input for backward.
+
+    Full fine-tuning: everything trains. LoRA: the norms are frozen and only the targeted linears
+    save their inputs (PEFT's lora_A consumes the same input as the base layer).
+    """
+
+    norm_weights: bool = True
+    attn_in: bool = True  # q/k/v (or fused qkv) train -> the input norm's output is saved
+    attn_out: bool = True  # o_proj trains -> its (contiguous) input is saved
+    mlp_in: bool = True  # gate/up train -> the post-attention norm's output is saved
+    mlp_out: bool = True  # down_proj trains -> the SwiGLU product is saved
+
+    @classmethod
+    def for_targets(cls, targets: tuple[str, ...] | frozenset[str]) -> SaveMask:
+        t = set(targets)
+        return cls(
+            norm_weights=False,
+            attn_in=bool(t & ATTN_IN_LINEARS),
+            attn_out=bool(t & ATTN_OUT_LINEARS),
+            mlp_in=bool(t & MLP_IN_LINEARS),
+            mlp_out=bool(t & MLP_OUT_LINEARS),
+        )
+
+
+FULL_MASK = SaveMask()
+
 
 @dataclass(frozen=True)
 class LayerActivations:
@@ -54,6 +103,7 @@ class GptBlock:
         flash: bool,
         tp: int,
         sp: bool,
+        mask: SaveMask = FULL_MASK,
     ) -> LayerActivations:
         h, a = arch.hidden_size, arch.num_attention_heads
         scale = act_bytes / 2  # the 34 and 5 assume 2-byte activations
@@ -101,19 +151,28 @@ class LlamaBlock:
         flash: bool,
         tp: int,
         sp: bool,
+        mask: SaveMask = FULL_MASK,
     ) -> LayerActivations:
         B, h, a, d = act_bytes, arch.hidden_size, arch.num_attention_heads, arch.d_head
         tok = s * b
         norm_div = tp if sp else 1
-        # norms: fp32 upcast copy + normalised B-byte output, per norm in the layer (replicated w/o SP)
+        # norms (replicated under TP without SP): the fp32 upcast copy always; the normalised tensor
+        # when the norm weight trains; the output when a consuming linear trains. The first two norms
+        # feed attention and MLP; extra ones (Gemma's post-norms) feed the residual add.
+        upcast, normed = cal.RMSNORM_FP32_UPCAST_BYTES, cal.RMSNORM_NORMALIZED_SAVED_COPIES * B
+        out_copy = cal.RMSNORM_OUTPUT_SAVED_COPIES * B
+        own = upcast + (normed if mask.norm_weights else 0)
         norm = (
-            arch.norms_per_layer * (cal.RMSNORM_FP32_UPCAST_BYTES + cal.RMSNORM_OUTPUT_SAVED_COPIES * B) * h
-        )
+            2 * own
+            + out_copy * (int(mask.attn_in) + int(mask.mlp_in))
+            + max(0, arch.norms_per_layer - 2) * own
+        ) * h
+        o_in = cal.ATTN_O_PROJ_INPUT_COPIES if mask.attn_out else 0
         if arch.kv_lora_rank:  # MLA: per-head q/k of (nope + rope), v of v_head_dim, latent norms
             qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
             vd = int(arch.v_head_dim or d)
-            attn = B * a * (2 * qk + vd) + cal.ATTN_OUT_SAVED_COPIES * B * a * vd
-            norm += (cal.RMSNORM_FP32_UPCAST_BYTES + B) * (
+            attn = B * a * (2 * qk + vd) + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * vd
+            norm += (own + (out_copy if mask.attn_in else 0)) * (
                 int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
             )
             kv_width = a * qk
@@ -122,10 +181,10 @@ class LlamaBlock:
             attn = (
                 cal.ATTN_Q_SAVED_COPIES * B * a * d
                 + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
-                + cal.ATTN_OUT_SAVED_COPIES * B * a * d
+                + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
             )
             kv_width = kv_heads * d
-        mlp = self._mlp_per_token(arch, B)
+        mlp = self._mlp_per_token(arch, B, mask)
         if flash:
             core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
             core = tok * core_tok / tp
@@ -137,8 +196,8 @@ class LlamaBlock:
         per_tok = norm / norm_div + (attn + mlp) / tp
         full = int(tok * per_tok + core)
         formula = (
-            "s*b*[n_norm*(4+B)*h + (B*q + 2*B*kv + 2*B*q + mlp)/t] + core "
-            "(mlp = 4*B*i SwiGLU; MoE: top_k*(4*B*i_e + 2*B*h) + shared + 4*E)"
+            "s*b*[norms*h + (B*q + 2*B*kv + (1|2)*B*q + mlp)/t] + core (norms: 4 fp32 + B per saved "
+            "copy; mlp = (3|4)*B*i SwiGLU; MoE: top_k*(mlp_e + 2*B*h) + shared + 4*E; frozen linears save no input)"
         )
         subst = (
             f"{s} x {b} x [{norm:,}/{norm_div} + ({attn:,} + {int(mlp):,})/{tp}] + ({core_text})"
@@ -149,8 +208,9 @@ class LlamaBlock:
         )
 
     @staticmethod
-    def _mlp_per_token(arch: Architecture, B: int) -> float:
+    def _mlp_per_token(arch: Architecture, B: int, mask: SaveMask) -> float:
         copies = cal.MLP_GATED_SAVED_COPIES if arch.gated_mlp else cal.MLP_PLAIN_SAVED_COPIES
+        copies += cal.MLP_DOWN_INPUT_COPIES if mask.mlp_out else 0
         dense = copies * B * arch.intermediate_size
         if not arch.is_moe:
             return dense
@@ -236,11 +296,20 @@ def stage_activations(
     recompute: str,
     n_layers: int,
     in_flight: int,
+    mask: SaveMask = FULL_MASK,
 ) -> StageActivations:
     """Activation bytes one pipeline stage holds at the end of forward (s = tokens on this CP rank)."""
     block = block_for(arch)
     layer = block.per_layer(
-        arch, b=b, s=s, act_bytes=act_bytes, residual_bytes=residual_bytes, flash=flash, tp=tp, sp=sp
+        arch,
+        b=b,
+        s=s,
+        act_bytes=act_bytes,
+        residual_bytes=residual_bytes,
+        flash=flash,
+        tp=tp,
+        sp=sp,
+        mask=mask,
     )
     total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
     return StageActivations(

@@ -18,15 +18,19 @@ from tools.units import GiB, MiB
 # Derived from the autograd graph of transformers/models/llama/modeling_llama.py (v4.5x):
 # LlamaRMSNorm.forward upcasts its input to fp32 (`hidden_states.to(torch.float32)`): pow() and
 # mul(rsqrt) save the fp32 copy (4 B/elem); `weight * hidden.to(input_dtype)` saves the B-byte
-# normalised tensor. q_proj/k_proj/v_proj save their (shared) normalised input: counted once above.
+# normalised tensor when the norm weight trains; q_proj/k_proj/v_proj save their (shared) input, the
+# norm output, when any of them trains. Frozen linears (LoRA, freeze tuning) save no input.
 # ---------------------------------------------------------------------------------------------
-RMSNORM_FP32_UPCAST_BYTES = 4  # per element of h: fp32 copy saved by pow()/mul() in LlamaRMSNorm
-RMSNORM_OUTPUT_SAVED_COPIES = 1  # x B per element of h: the normalised 16-bit input of the next linear
-# Attention (per element): RoPE outputs q_embed (h) and k_embed (g*d) plus v (g*d) are saved by SDPA;
-# SDPA's output and the contiguous o_proj input are two tensors of q-width (transpose(1,2).contiguous()).
+RMSNORM_FP32_UPCAST_BYTES = 4  # per element of h: fp32 copy saved by pow()/mul() in LlamaRMSNorm (always)
+RMSNORM_NORMALIZED_SAVED_COPIES = 1  # x B x h: saved by `weight * hidden` only when the norm weight trains
+RMSNORM_OUTPUT_SAVED_COPIES = 1  # x B x h: the norm output, saved by the next linears when any of them trains
+# Attention (per element): RoPE outputs q_embed (h) and k_embed (g*d) plus v (g*d) are saved by SDPA
+# (always: the residual stream requires grad); SDPA's output is saved by SDPA, and the contiguous
+# o_proj input (transpose(1,2).contiguous(), a second tensor) only when o_proj's weight trains.
 ATTN_Q_SAVED_COPIES = 1  # x B x (a*d)
 ATTN_KV_SAVED_COPIES = 2  # x B x (g*d): k_embed and v (flash/SDPA with enable_gqa: no repeat_kv copy)
-ATTN_OUT_SAVED_COPIES = 2  # x B x (a*d): SDPA output + o_proj input
+ATTN_OUT_SAVED_COPIES = 1  # x B x (a*d): SDPA output
+ATTN_O_PROJ_INPUT_COPIES = 1  # x B x (a*d): when o_proj trains
 FLASH_LSE_BYTES_PER_HEAD = 4  # fp32 log-sum-exp per head per token (FlashAttention-2 softmax_lse)
 # Eager attention (modeling_llama.eager_attention_forward): matmul scores (B), fp32 softmax output
 # (softmax(dtype=float32) is saved: 4), cast probs saved by matmul(probs, v) (B). Scores themselves
@@ -34,10 +38,12 @@ FLASH_LSE_BYTES_PER_HEAD = 4  # fp32 log-sum-exp per head per token (FlashAttent
 EAGER_SOFTMAX_FP32_BYTES = 4
 EAGER_PROBS_SAVED_COPIES = 1  # x B per score element (a*s*s per sequence)
 EAGER_KV_REPEAT = True  # eager path calls repeat_kv: k and v saved at a*d width, not g*d
-# SwiGLU MLP: gate output (saved by act_fn), act output, up output (saved by mul), product
-# (saved by down_proj): 4 tensors of i. Non-gated (GELU) MLP: fc1 output + act output: 2 tensors.
-MLP_GATED_SAVED_COPIES = 4  # x B x i
-MLP_PLAIN_SAVED_COPIES = 2  # x B x i
+# SwiGLU MLP: gate output (saved by act_fn), act output and up output (saved by mul): 3 tensors of i,
+# always; the product is saved by down_proj only when down_proj trains. Non-gated (GELU) MLP: fc1
+# output (saved by the activation) always, activation output when fc2 trains.
+MLP_GATED_SAVED_COPIES = 3  # x B x i
+MLP_PLAIN_SAVED_COPIES = 1  # x B x i
+MLP_DOWN_INPUT_COPIES = 1  # x B x i, when down_proj / fc2 trains
 MOE_ROUTER_FP32_BYTES_PER_EXPERT = 4  # router logits softmax in fp32 (modeling_mixtral: F.softmax(float))
 MOE_DISPATCH_SAVED_COPIES = 2  # x B x h per routed copy of a token (gathered input + weighted output)
 

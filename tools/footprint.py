@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tools import calibration as cal
-from tools.activations import inference_transient, stage_activations
+from tools.activations import FULL_MASK, SaveMask, inference_transient, stage_activations
 from tools.kv_cache import SOURCE as KV_SOURCE
 from tools.kv_cache import kv_bytes, kv_specs
 from tools.logits import SOURCE as LOGITS_SOURCE
@@ -139,6 +139,7 @@ class _LocalParams:
     linear_scale_repl: float
     other: int  # non-linear parameters held here (norms, biases, embeddings, LM head)
     embedding_and_head: int  # the part of `other` that is embedding / LM head
+    head_matmul: int  # the LM head's matmul weight on this GPU (the embedding when tied)
     linear_local: int  # linear weight elements held here
     largest_gathered: int  # ZeRO-3: the largest unit gathered at once (a layer or the embedding)
     layer_local: float  # per-layer parameters held here
@@ -178,6 +179,7 @@ def _local_params(model: ModelRef, rs: ResolvedScenario, stage: Stage) -> _Local
         linear_scale_repl=s_rep,
         other=round(other),
         embedding_and_head=round(emb),
+        head_matmul=round((pb.lm_head or pb.embedding) / tp) if stage.last else 0,
         linear_local=round(linear_local),
         largest_gathered=round(largest),
         layer_local=layer_local,
@@ -397,7 +399,7 @@ def _train(
         if transient:
             temp_f.append("foreach transient = P_trainable_local x B_state")
             temp_s.append(f"{transient:,} B")
-        if lay.zero_stage >= 1 and recipe.master_bytes:
+        if lay.zero_stage >= 1 and recipe.master_bytes and N > 1:  # N = 1: ZeRO shards nothing
             part = trainable_local * cal.ZERO_FP32_GRAD_PARTITION_BYTES // s_div
             transient += part
             temp_f.append("fp32 grad partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
@@ -428,7 +430,7 @@ def _train(
             copied = trainable_local
             what = "trainable layers' weights"
         else:
-            copied = loc.linear_local + loc.embedding_and_head
+            copied = loc.linear_local + loc.head_matmul  # F.embedding is not autocast: no copy of the table
             what = "linear + LM-head weights"
         cb = copied * cal.AUTOCAST_COPY_BYTES
         b.add(
@@ -485,18 +487,27 @@ def _train(
 
     # ---- activations and logits -------------------------------------------------------------------------------
     s_local = max(1, seq // lay.cp)
+    # frozen weights save no inputs: LoRA saves what its targets need; freeze tuning saves nothing
+    # below the first trainable layer (no tensor there requires grad)
+    mask = SaveMask.for_targets(spec.targets) if adapters and spec.targets else FULL_MASK
+    act_layers = stage.n_layers
+    if not adapters and spec.params < pb.total:
+        act_layers = _trainable_layers_on_stage(spec, pb, stage)
     act = stage_activations(
         arch,
         b=batch,
         s=s_local,
         act_bytes=recipe.activation_bytes,
-        residual_bytes=recipe.residual_bytes,
+        residual_bytes=fmt.compute_bytes
+        if adapters
+        else recipe.residual_bytes,  # 16-bit base: 16-bit residual
         flash=rs.flash,
         tp=lay.tp,
         sp=lay.sequence_parallel,
         recompute=rs.recompute,
-        n_layers=stage.n_layers,
+        n_layers=act_layers,
         in_flight=stage.in_flight,
+        mask=mask,
     )
     b.add(
         "activations",
@@ -514,16 +525,20 @@ def _train(
     return ModelFootprint(all_phases, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)
 
 
+def _trainable_layers_on_stage(spec: TrainableSpec, pb, stage: Stage) -> int:
+    """Freeze tuning: how many of this stage's layers are among the last trainable ones."""
+    per_layer = pb.layers_total / pb.num_layers
+    n_train = round(spec.params / per_layer) if per_layer else 0
+    lo, hi = stage.first_layer, stage.first_layer + stage.n_layers
+    return max(0, min(hi, pb.num_layers) - max(lo, pb.num_layers - n_train))
+
+
 def _trainable_local(spec: TrainableSpec, pb, loc: _LocalParams, stage: Stage) -> int:
     """Trainable parameters held by this GPU for full/freeze training."""
     if spec.params >= pb.total:
         return loc.total
     # freeze: the last `spec.params / per-layer` layers; overlap with this stage's layers
-    per_layer = pb.layers_total / pb.num_layers
-    n_train = round(spec.params / per_layer) if per_layer else 0
-    lo, hi = stage.first_layer, stage.first_layer + stage.n_layers
-    overlap = max(0, min(hi, pb.num_layers) - max(lo, pb.num_layers - n_train))
-    return round(overlap * loc.layer_local)
+    return round(_trainable_layers_on_stage(spec, pb, stage) * loc.layer_local)
 
 
 def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> str:
@@ -544,6 +559,30 @@ def _static_weights(
     phases: tuple[str, ...],
 ) -> None:
     w, meta = _format_bytes(model, fmt, loc, fmt.compute_bytes)
+    if rs.layout.offload_params and not rs.training:
+        # accelerate cpu_offload / device_map="auto" with CPU: the running layer's weights are on the GPU
+        share = loc.largest_gathered / loc.total if loc.total else 0.0
+        w_on, meta = round(w * share), round(meta * share)
+        b.add(
+            "weights",
+            f"weights ({fmt.name}), offloaded: one layer on the GPU",
+            "accelerate big_modeling cpu_offload (AlignDevicesHook moves each module's weights at forward)",
+            _same(
+                phases,
+                w_on,
+                "P_largest_layer in " + fmt.name,
+                f"{loc.largest_gathered:,} params -> {w_on:,} B",
+            ),
+        )
+        phases_meta = phases
+        if meta:
+            b.add(
+                "quant_metadata",
+                "quantisation scales/absmax",
+                fmt.source,
+                _same(phases_meta, meta, "of the layer", f"{meta:,} B"),
+            )
+        return
     b.add(
         "weights",
         f"weights ({fmt.name})",

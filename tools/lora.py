@@ -78,6 +78,7 @@ def lora_trainable(
         label=f"{'DoRA' if dora else 'LoRA'} r={rank} on {names}",
         formula=f"sum over targeted linears of count x r x (in + out){dora_f}",
         substituted=" + ".join(terms) + dora_s + f" = {total:,}",
+        targets=tuple(dict.fromkeys(lin.name for lin in chosen)),
     )
 
 

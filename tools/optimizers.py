@@ -27,6 +27,7 @@ class TrainableSpec:
     label: str = ""
     formula: str = ""  # how `params` was counted, symbolic
     substituted: str = ""  # with the numbers
+    targets: tuple[str, ...] = ()  # LoRA: the targeted linear names (empty: the weights themselves train)
 
 
 def _cdiv(a: int, b: int) -> int:

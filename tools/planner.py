@@ -81,12 +81,14 @@ class PlanResult(BaseModel):
 
 @dataclass(frozen=True)
 class Move:
-    """A concrete change: scenario fields, human text, and its cost-model factors."""
+    """A concrete change: scenario fields and human text. `drops`: fields whose earlier moves this one
+    makes moot (e.g. CPU offload of the optimizer makes an 8-bit GPU optimizer moot)."""
 
     text: str
     changes: dict[str, Any]
-    fidelity: int = FIDELITY_FULL
+    fidelity: int = FIDELITY_FULL  # informative; the ranking uses fidelity_rank() on the final changes
     slowdown: float = 1.0
+    drops: tuple[str, ...] = ()
 
 
 @dataclass
@@ -98,21 +100,70 @@ class Candidate:
     def text(self) -> str:
         return " + ".join(m.text for m in self.moves)
 
-    @property
-    def fidelity(self) -> int:
-        return max((m.fidelity for m in self.moves), default=FIDELITY_FULL)
-
-    @property
-    def slowdown(self) -> float:
-        return math.prod(m.slowdown for m in self.moves)
-
 
 def _compose(moves: Iterable[Move]) -> Candidate:
-    moves = tuple(moves)
+    """Stack moves; a later move removes earlier ones it supersedes (all their fields rewritten by it,
+    or named in its `drops`)."""
+    kept: list[Move] = []
     changes: dict[str, Any] = {}
-    for m in moves:
-        changes.update(m.changes)
-    return Candidate(moves=moves, changes=changes)
+    for mv in moves:
+        keys = set(mv.changes) | set(mv.drops)
+        kept = [m for m in kept if not set(m.changes) <= keys]
+        kept.append(mv)
+        for name in mv.drops:
+            changes.pop(name, None)
+        changes.update(mv.changes)
+    return Candidate(moves=tuple(kept), changes=changes)
+
+
+def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
+    """What the changed job gives up (module docstring, cost model item 2)."""
+    new = {**base.model_dump(include=set(changes)), **changes}
+    rank = FIDELITY_FULL
+    task = new.get("task", base.task)
+    if (task == "lora" and base.task != "lora") or (
+        base.task in RL_TASKS and new.get("lora_rank") and not base.lora_rank
+    ):
+        rank = max(rank, FIDELITY_LORA)
+    if (task == "qlora" and base.task != "qlora") or (
+        new.get("weight_dtype") in ("nf4", "int4") and base.weight_dtype not in ("nf4", "int4")
+    ):
+        rank = max(rank, FIDELITY_QLORA)
+    if new.get("weight_dtype") in ("int8", "fp8") and base.weight_dtype not in ("int8", "fp8", "nf4", "int4"):
+        rank = max(rank, FIDELITY_LORA)
+    if new.get("kv_dtype") in ("fp8", "int8") and base.kv_dtype not in ("fp8", "int8"):
+        rank = max(rank, FIDELITY_LORA)
+    if "seq_len" in changes and (changes["seq_len"] or 0) < (base.seq_len or 0):
+        rank = max(rank, FIDELITY_TASK_CHANGE)
+    return rank
+
+
+def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
+    """Step-time multiplier of the changed job vs the base (module docstring, cost model item 3)."""
+    new = base.model_copy(update=changes)
+    factor = 1.0
+    if (new.recompute == "full" and base.recompute != "full") or (
+        new.gradient_checkpointing and not base.gradient_checkpointing and base.recompute != "full"
+    ):
+        factor *= SLOWDOWN_RECOMPUTE
+    factor *= SLOWDOWN_ZERO.get(new.zero_stage or 0, 1.0) / SLOWDOWN_ZERO.get(base.zero_stage or 0, 1.0)
+    if (new.offload_optimizer or "none") != "none" and (base.offload_optimizer or "none") == "none":
+        factor *= SLOWDOWN_OFFLOAD_OPTIMIZER
+    if (new.offload_params or "none") != "none" and (base.offload_params or "none") == "none":
+        factor *= SLOWDOWN_OFFLOAD_PARAMS
+    if (new.tp or 1) > (base.tp or 1):
+        factor *= SLOWDOWN_TP
+    if (new.pp or 1) > (base.pp or 1):
+        factor *= 1 + ((new.pp or 1) - (base.pp or 1)) / PP_ASSUMED_MICROBATCHES
+    b0, b1 = base.batch_size or 1, new.batch_size or 1
+    if b1 < b0:
+        if base.task == "inference":
+            factor *= b0 / b1
+        else:
+            factor *= SLOWDOWN_HALVE_BATCH ** math.log2(b0 / b1)
+    if new.weight_dtype == "nf4" and base.weight_dtype != "nf4" and base.task != "inference":
+        factor *= SLOWDOWN_QLORA
+    return factor
 
 
 # --- levers: each answers "applies?" and "which Move?" for a scenario ---------------------------------
@@ -167,6 +218,7 @@ class OffloadOptimizer:
             "offload optimizer states to CPU (ZeRO-Offload)",
             {"offload_optimizer": "cpu", "zero_stage": max(2, s.zero_stage or 0)},
             slowdown=SLOWDOWN_OFFLOAD_OPTIMIZER,
+            drops=("optimizer",),  # DeepSpeed's CPU Adam replaces a GPU 8-bit optimizer
         )
 
 
@@ -180,6 +232,7 @@ class OffloadParams:
             "offload parameters and optimizer to CPU (ZeRO-3 Infinity)",
             {"offload_params": "cpu", "offload_optimizer": "cpu", "zero_stage": 3},
             slowdown=SLOWDOWN_OFFLOAD_PARAMS * SLOWDOWN_OFFLOAD_OPTIMIZER,
+            drops=("optimizer",),
         )
 
 
@@ -312,7 +365,9 @@ class QuantizedWeights:
                 {"weight_dtype": "int4", "quant_method": "awq", "quant_group_size": 128},
                 FIDELITY_QLORA,
             )
-        return Move("int8 weights (bitsandbytes LLM.int8)", {"weight_dtype": "int8", "quant_method": "bnb"}, 1)
+        return Move(
+            "int8 weights (bitsandbytes LLM.int8)", {"weight_dtype": "int8", "quant_method": "bnb"}, 1
+        )
 
 
 SINGLE_LEVERS: tuple[Any, ...] = (
@@ -362,6 +417,9 @@ class _Search:
     cache: dict[str, Estimate | None] = field(default_factory=dict)
 
     def run(self, changes: dict[str, Any]) -> Estimate | None:
+        """Estimate the stated scenario with `changes` (None when the estimator rejects it)."""
+        if not changes:
+            return self.base
         key = repr(sorted(changes.items(), key=lambda kv: kv[0]))
         if key in self.cache:
             return self.cache[key]
@@ -383,78 +441,112 @@ def _stated_scenario(base: Estimate) -> Scenario:
     """The user's scenario before defaults: resolved fields the estimator assumed are reset to None,
     so each candidate gets the defaults that fit its own task (e.g. a QLoRA candidate's recipe)."""
     assumed = {a.field for a in base.assumptions if a.field in Scenario.model_fields}
-    keep = {"model", "params", "architecture", "task", "gpu", "num_gpus"}
+    keep = {"model", "params", "architecture", "task", "gpu"}
     return base.scenario.model_copy(update={f: None for f in assumed - keep})
 
 
-def _gpu_counts(start: int, max_gpus: int) -> list[int]:
-    counts, n = [], 1
-    while n <= max_gpus:
-        if n > start:
-            counts.append(n)
-        n *= 2
-    return counts
+def _heads(s: Scenario) -> tuple[int, int, int]:
+    """(attention heads, KV heads, layers) of the scenario's model (0 KV heads = MLA, no constraint)."""
+    from tools.resolve import resolve_model_ref
+
+    ref, _, _ = resolve_model_ref(s.model, s.params, s.architecture)
+    arch = ref.arch
+    return arch.num_attention_heads, (0 if arch.kv_lora_rank else arch.kv_heads), arch.num_hidden_layers
 
 
-def _layout_for(s: Scenario, n: int, *, stated_fields: set[str]) -> dict[str, Any]:
-    """How the job's strategy spreads over n GPUs: keep stated TP/PP; training adds ZeRO-3 unless a
-    ZeRO stage was stated; inference adds TP (power of two dividing the KV heads) then PP."""
-    changes: dict[str, Any] = {"num_gpus": n}
+def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
+    """Largest power-of-two TP <= min(n, cap) that divides the heads and suits the KV heads
+    (divides them, or is a multiple of them: replicated KV heads, Megatron/vLLM)."""
+    tp = 1
+    while tp * 2 <= min(n, cap):
+        t = tp * 2
+        if heads % t or (kv and kv % t and t % kv):
+            break
+        tp = t
+    return tp
+
+
+def _layouts(s: Scenario, n: int, stated_fields: set[str]) -> list[dict[str, Any]]:
+    """Ways the job's own strategy spreads over n GPUs, cheapest first: training keeps stated TP/PP and
+    adds ZeRO-3 over the data-parallel ranks unless a ZeRO stage was stated, then (TP not stated) TP up
+    to 8 with sequence parallel; inference (TP/PP not stated) uses TP up to 8 then PP."""
+    heads, kv, layers = _heads(s)
     tp, pp = s.tp or 1, s.pp or 1
+    out: list[dict[str, Any]] = []
     if s.task == "inference":
-        if "tp" not in stated_fields and "pp" not in stated_fields:
-            arch = s.architecture
-            heads = arch.kv_heads if arch is not None else 8
-            new_tp = 1
-            while new_tp * 2 <= min(n, 8) and heads % (new_tp * 2) == 0:
-                new_tp *= 2
-            changes["tp"] = new_tp
-            changes["pp"] = max(1, n // new_tp)
-        return changes
-    if n % (tp * pp):
-        return {}
-    if "zero_stage" not in stated_fields and n // (tp * pp) > 1:
-        changes["zero_stage"] = 3
-    return changes
+        if "tp" in stated_fields and "pp" in stated_fields:
+            return [{"num_gpus": n}] if n == tp * pp else []
+        new_tp = tp if "tp" in stated_fields else _tp_for(n, heads, kv)
+        if n % new_tp or n // new_tp > layers:
+            return []
+        return [{"num_gpus": n, "tp": new_tp, "pp": n // new_tp}]
+    if n % (tp * pp) == 0:
+        lay: dict[str, Any] = {"num_gpus": n}
+        if "zero_stage" not in stated_fields and n // (tp * pp) > 1:
+            lay["zero_stage"] = 3
+        out.append(lay)
+    if "tp" not in stated_fields:
+        new_tp = _tp_for(n // pp if n % pp == 0 else 1, heads, kv)
+        if new_tp > tp and n % (new_tp * pp) == 0:
+            lay = {"num_gpus": n, "tp": new_tp, "sequence_parallel": True}
+            if "zero_stage" not in stated_fields and n // (new_tp * pp) > 1:
+                lay["zero_stage"] = 3
+            out.append(lay)
+    return out
 
 
-def _min_gpus(search: _Search, extra: dict[str, Any], stated_fields: set[str]) -> tuple[int, Estimate] | None:
-    """Fewest GPUs (powers of two from the job's own count) that fit with `extra` applied: binary search."""
-    s0 = search.resolved(extra)
-    start = s0.num_gpus or 1
-    e0 = search.base if not extra else search.run(extra)
-    if e0 is not None and e0.fits:
-        return start, e0
-    counts = _gpu_counts(start, search.max_gpus)
-    lo, hi, best = 0, len(counts) - 1, None
+def _fit_at(
+    search: _Search, extra: dict[str, Any], n: int, stated_fields: set[str]
+) -> tuple[dict[str, Any], Estimate] | None:
+    s = search.resolved(extra)
+    if n == (s.num_gpus or 1):
+        est = search.run(extra)
+        if est is not None and est.fits:
+            return dict(extra), est
+    for lay in _layouts(s, n, stated_fields):
+        changes = {**extra, **lay}
+        est = search.run(changes)
+        if est is not None and est.fits:
+            return changes, est
+    return None
+
+
+def _min_gpus(
+    search: _Search, extra: dict[str, Any], stated_fields: set[str]
+) -> tuple[int, dict[str, Any], Estimate] | None:
+    """Fewest GPUs (powers of two up to max_gpus, and the job's own count) that fit with `extra` applied,
+    by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding."""
+    n0 = search.resolved(extra).num_gpus or 1
+    counts = sorted({1 << k for k in range(search.max_gpus.bit_length()) if 1 << k <= search.max_gpus} | {n0})
+    lo, hi = 0, len(counts) - 1
+    best: tuple[int, dict[str, Any], Estimate] | None = None
     while lo <= hi:
         mid = (lo + hi) // 2
-        changes = {**extra, **_layout_for(s0, counts[mid], stated_fields=stated_fields)}
-        est = search.run(changes) if "num_gpus" in changes else None
-        if est is not None and est.fits:
-            best, hi = (counts[mid], est), mid - 1
+        got = _fit_at(search, extra, counts[mid], stated_fields)
+        if got is not None:
+            best, hi = (counts[mid], got[0], got[1]), mid - 1
         else:
             lo = mid + 1
     return best
 
 
-def _suggestion(cand: Candidate, est: Estimate, extra_text: str = "") -> Suggestion:
-    text = cand.text + extra_text if cand.moves else extra_text.lstrip(" +")
-    return Suggestion(
-        change=text,
-        scenario_changes=dict(cand.changes),
-        total_bytes=est.per_gpu.total_bytes,
-        fits=est.fits,
-        num_gpus=est.scenario.num_gpus or 1,
-        rationale=(
-            f"fidelity rank {cand.fidelity} (0 = unchanged), step time x{cand.slowdown:.2f}, "
-            f"{est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
-        ),
-    )
+def _layout_text(changes: dict[str, Any]) -> str:
+    parts = []
+    if changes.get("tp", 1) > 1:
+        parts.append(
+            f"TP={changes['tp']}" + (" with sequence parallel" if changes.get("sequence_parallel") else "")
+        )
+    if changes.get("pp", 1) > 1:
+        parts.append(f"PP={changes['pp']}")
+    if changes.get("zero_stage"):
+        parts.append(f"ZeRO-{changes['zero_stage']}")
+    return ", ".join(parts) or "data parallel"
 
 
-def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Estimate] | None:
-    """Stack levers one by one from `start`; return the first rung that fits."""
+def _ladder(
+    search: _Search, start: tuple[Move, ...], levers: Iterable[Any]
+) -> tuple[Candidate, Estimate] | None:
+    """Stack levers one by one on `start`; return the first rung that fits (later rungs only cost more)."""
     moves = list(start)
     cand = _compose(moves)
     if moves and (est := search.run(cand.changes)) is not None and est.fits:
@@ -480,7 +572,7 @@ def plan(
 ) -> PlanResult:
     """Cheapest `limit` changes that fit (ordered by the module's cost model) and min_gpus.
 
-    `estimate_fn` defaults to `tools.estimator.estimate(s, plan=False)`; tests may pass their own.
+    `estimate_fn` defaults to `tools.estimator.estimate(s, plan=False)`.
     """
     if estimate_fn is None:
         from tools.estimator import estimate
@@ -494,61 +586,64 @@ def plan(
     s = base.scenario
     n0 = s.num_gpus or 1
 
-    # min_gpus with the job's own strategy
     found = _min_gpus(search, {}, stated_fields)
     min_gpus = found[0] if found else None
 
     scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
-    def add(cand: Candidate, est: Estimate, extra_text: str = "") -> None:
+    def add(text: str, changes: dict[str, Any], est: Estimate) -> None:
+        fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
-        key = (n, cand.fidelity, round(cand.slowdown, 3), est.per_gpu.total_bytes)
-        scored.append((key, _suggestion(cand, est, extra_text)))
+        key = (n, fid, round(slow, 3), est.per_gpu.total_bytes)
+        scored.append(
+            (
+                key,
+                Suggestion(
+                    change=text,
+                    scenario_changes=dict(changes),
+                    total_bytes=est.per_gpu.total_bytes,
+                    fits=est.fits,
+                    num_gpus=n,
+                    rationale=(
+                        f"{n} GPU(s); fidelity rank {fid} (0 = same training/serving quality); step time "
+                        f"x{slow:.2f}; {est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
+                    ),
+                ),
+            )
+        )
 
-    if base.fits:
-        if min_gpus is not None and min_gpus < n0 and found is not None:
-            add(Candidate(moves=(), changes={"num_gpus": min_gpus}), found[1], f"use {min_gpus} GPU(s)")
-        return PlanResult(suggestions=[sg for _, sg in sorted(scored, key=lambda x: x[0])][:limit],
-                          min_gpus=min_gpus, evaluated=search.evaluated)
-
-    # 1) single levers at the job's GPU count
-    for lever in SINGLE_LEVERS:
-        mv = lever.move(s)
-        if mv is None:
-            continue
-        cand = _compose([mv])
-        est = search.run(cand.changes)
-        if est is not None and est.fits:
-            add(cand, est)
-
-    # 2) ladders under the job's own method, LoRA and QLoRA
-    ladder = INFERENCE_LADDER if s.task == "inference" else MEMORY_LADDER
-    starts: list[tuple[Move, ...]] = [()]
-    if s.task != "inference":
-        for lever in (UseLora(), UseQlora()):
-            if (mv := lever.move(s)) is not None:
-                starts.append((mv,))
-    ladder_results: list[Candidate] = []
-    for start in starts:
-        res = _ladder(search, start, ladder)
-        if res is not None:
-            add(*res)
-            ladder_results.append(res[0])
-
-    # 3) more GPUs: the job's strategy (min_gpus) and the memory ladder's strongest no-fidelity rung
     if found is not None and found[0] != n0:
-        layout = _layout_for(s, found[0], stated_fields=stated_fields)
-        cand = Candidate(moves=(), changes=layout)
-        add(cand, found[1], f"use {found[0]} GPUs ({_layout_text(layout)})")
-    if s.task != "inference":
-        light = [m for lv in (Checkpointing(), EightBitOptimizer()) if (m := lv.move(s)) is not None]
+        what = "fewer" if found[0] < n0 else "more"
+        add(f"use {found[0]} GPUs ({what}; {_layout_text(found[1])})", found[1], found[2])
+
+    if not base.fits:
+        # 1) single levers at the job's GPU count
+        for lever in SINGLE_LEVERS:
+            mv = lever.move(s)
+            if mv is not None:
+                cand = _compose([mv])
+                est = search.run(cand.changes)
+                if est is not None and est.fits:
+                    add(cand.text, cand.changes, est)
+        # 2) ladders under the job's own method, then LoRA and QLoRA
+        ladder = INFERENCE_LADDER if s.task == "inference" else MEMORY_LADDER
+        starts: list[tuple[Move, ...]] = [()]
+        if s.task != "inference":
+            starts += [(mv,) for lever in (UseLora(), UseQlora()) if (mv := lever.move(s)) is not None]
+        for start in starts:
+            res = _ladder(search, start, ladder)
+            if res is not None:
+                add(res[0].text, res[0].changes, res[1])
+        # 3) more GPUs with the cheap no-fidelity levers (training) or int4 weights (inference)
+        light_levers = (
+            (Checkpointing(), EightBitOptimizer()) if s.task != "inference" else (QuantizedWeights("int4"),)
+        )
+        light = [m for lv in light_levers if (m := lv.move(s)) is not None]
         if light:
             cand = _compose(light)
             got = _min_gpus(search, cand.changes, stated_fields)
             if got is not None and got[0] != n0:
-                layout = _layout_for(search.resolved(cand.changes), got[0], stated_fields=stated_fields)
-                full = Candidate(moves=cand.moves, changes={**cand.changes, **layout})
-                add(full, got[1], f" on {got[0]} GPUs ({_layout_text(layout)})")
+                add(f"{cand.text} on {got[0]} GPUs ({_layout_text(got[1])})", got[1], got[2])
 
     scored.sort(key=lambda x: x[0])
     seen: set[str] = set()
@@ -562,14 +657,3 @@ def plan(
         if len(out) >= limit:
             break
     return PlanResult(suggestions=out, min_gpus=min_gpus, evaluated=search.evaluated)
-
-
-def _layout_text(layout: dict[str, Any]) -> str:
-    parts = []
-    if layout.get("tp", 1) > 1:
-        parts.append(f"TP={layout['tp']}")
-    if layout.get("pp", 1) > 1:
-        parts.append(f"PP={layout['pp']}")
-    if layout.get("zero_stage"):
-        parts.append(f"ZeRO-{layout['zero_stage']}")
-    return ", ".join(parts) or "data parallel"

@@ -241,11 +241,16 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     zero = zero or 0
     offload_opt = sc.offload_optimizer not in (None, "none")
     offload_params = sc.offload_params not in (None, "none")
-    if offload_params and zero != 3:
+    if offload_params and zero != 3 and training:
         raise ScenarioError(
             "offload_params",
             "parameter offload needs ZeRO stage 3 (DeepSpeed offload_param / FSDP CPUOffload)",
             accepted="zero_stage=3 with offload_params=cpu|nvme, or offload_params=none",
+        )
+    if offload_params and not training:
+        notes.append(
+            "offload_params for inference (accelerate device_map / cpu_offload): weights stay in CPU RAM and each "
+            "layer is copied to the GPU when it runs; expect a large slowdown (every token streams all weights over PCIe)"
         )
     if offload_opt and zero == 0:
         zero = d.fill(
@@ -302,6 +307,11 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
             "weight_dtype",
             f"{weight_dtype} weights cannot be trained directly ({task})",
             accepted="fp32, bf16 or fp16 for full/freeze training; use qlora for a 4-bit frozen base",
+        )
+    if "fp8" in (weight_dtype, sc.kv_dtype) and not gpu.fp8:
+        notes.append(
+            f"{gpu.name} has no FP8 tensor cores: FP8 is stored as counted but dequantised on the fly "
+            "(weight-only, e.g. vLLM Marlin), with no FP8 compute speed-up"
         )
     if weight_dtype == "bf16" and not gpu.bf16:
         notes.append(f"{gpu.name} has no native bf16 support; fp16 is the usual choice (same bytes)")

@@ -195,6 +195,8 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
     litgpt's lora_query/key/value/projection/mlp/head flags are recorded in the data as neutral names;
     fused-qkv families (Phi-3 qkv_proj, Falcon query_key_value) map q/k/v to the fused module, and `mlp`
     expands to every MLP linear (tools/params.py NAMINGS gives the per-family module names).
+    `lm_head` is dropped: the estimator's LoRA targets are the per-layer linears (tools/lora.py), and an
+    adapter on the LM head adds only r x (h + V) parameters (Gemma-2B, r=8: 2.1M, 0.08% of the model).
     """
     from tools.params import NAMINGS
 
@@ -216,6 +218,8 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
                 mapped = [naming.gate_up, naming.down]
             else:
                 mapped = [naming.gate, naming.up, naming.down]
+        elif target == "lm_head":
+            mapped = []
         else:
             mapped = [target]
         names += [m for m in mapped if m not in names]

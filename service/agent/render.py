@@ -181,7 +181,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
         lines.append(_fill(lang, "text", "min_gpus", gpu=estimate.gpu.name, min_gpus=estimate.min_gpus))
     elif not estimate.fits:
         lines.append(_fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name))
-    if estimate.gpu.alias_note:
+    if estimate.gpu.alias_note and not any(a.field == "gpu" for a in estimate.assumptions):
         lines.append(
             _fill(
                 lang,
@@ -223,7 +223,10 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
         )
     )
     if estimate.suggestions:
-        lines += ["", _tpl(lang, "text", "suggestions_title" if not estimate.fits else "suggestions_title_fits")]
+        lines += [
+            "",
+            _tpl(lang, "text", "suggestions_title" if not estimate.fits else "suggestions_title_fits"),
+        ]
         for n, sug in enumerate(estimate.suggestions, 1):
             lines.append(
                 _fill(
@@ -247,7 +250,13 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
         lines += [
             "",
             _fill(lang, "text", "serving_title", utilization=f"{sv.gpu_memory_utilization:.2f}"),
-            _fill(lang, "text", "serving_reserved", reserved=fmt_gib(sv.reserved_bytes), kv=fmt_gib(sv.kv_cache_bytes)),
+            _fill(
+                lang,
+                "text",
+                "serving_reserved",
+                reserved=fmt_gib(sv.reserved_bytes),
+                kv=fmt_gib(sv.kv_cache_bytes),
+            ),
             _fill(
                 lang,
                 "text",
@@ -294,7 +303,16 @@ def _fmt_small(n_bytes: int) -> str:
 
 
 def _component_lines(c: Component, language: str) -> list[str]:
-    out = [_fill(language, "text", "component", label=component_label(c, language), gib=fmt_gib(c.bytes), bytes=fmt_bytes(c.bytes))]
+    out = [
+        _fill(
+            language,
+            "text",
+            "component",
+            label=component_label(c, language),
+            gib=fmt_gib(c.bytes),
+            bytes=fmt_bytes(c.bytes),
+        )
+    ]
     if c.formula or c.substituted:
         out.append(_fill(language, "text", "component_formula", formula=c.formula, substituted=c.substituted))
     if c.source:
@@ -372,7 +390,9 @@ MODEL_STATE_COMPONENTS = frozenset({"weights", "gradients", "optimizer_states", 
 def _figure_block(estimate: Estimate, language: str, title_key: str, example: str) -> list[str]:
     lines = [_fill(language, "concept", title_key, example=example)]
     for c in estimate.components:
-        lines.append(_fill(language, "concept", "figure", label=component_label(c, language), gib=fmt_gib(c.bytes)))
+        lines.append(
+            _fill(language, "concept", "figure", label=component_label(c, language), gib=fmt_gib(c.bytes))
+        )
     lines.append(
         _fill(
             language,
@@ -400,7 +420,12 @@ def describe_scenario(stated: dict[str, Any], language: str) -> str:
 def render_scenario_line(stated: dict[str, Any], language: str, followup: bool = False) -> str:
     """The first line of an estimate answer: what was understood (streamed before the estimator runs)."""
     lang = _lang(language)
-    return _fill(lang, "text", "scenario_followup" if followup else "scenario_stated", stated=describe_scenario(stated, lang))
+    return _fill(
+        lang,
+        "text",
+        "scenario_followup" if followup else "scenario_stated",
+        stated=describe_scenario(stated, lang),
+    )
 
 
 def render_concept_lines(
@@ -418,7 +443,10 @@ def render_concept_lines(
     text = _strip_unfilled(text)
     lines = text.rstrip().splitlines()
     if example is not None:
-        lines += ["", *_figure_block(example, lang, "figures_title", describe_scenario(example_stated or {}, lang))]
+        lines += [
+            "",
+            *_figure_block(example, lang, "figures_title", describe_scenario(example_stated or {}, lang)),
+        ]
     if compare is not None:
         lines += _figure_block(compare, lang, "compare_title", describe_scenario(compare_stated or {}, lang))
     return lines
@@ -430,7 +458,9 @@ def _strip_unfilled(text: str) -> str:
     return re.sub(r"\$\{[a-z_]+\}", _MISSING, text)
 
 
-def render_concept(body: str, language: str, example: Estimate | None = None, compare: Estimate | None = None) -> str:
+def render_concept(
+    body: str, language: str, example: Estimate | None = None, compare: Estimate | None = None
+) -> str:
     return "\n".join(render_concept_lines(body, language, example, compare)).rstrip() + "\n"
 
 
@@ -445,7 +475,14 @@ def render_gpu_list(gpus: list[Any], language: str) -> str:
     for g in gpus:
         memory = getattr(g, "memory_bytes", None)
         lines.append(
-            _fill(lang, "help", "gpu_item", id=g.id, name=getattr(g, "name", g.id), memory=fmt_gib(memory) if memory else "?")
+            _fill(
+                lang,
+                "help",
+                "gpu_item",
+                id=g.id,
+                name=getattr(g, "name", g.id),
+                memory=fmt_gib(memory) if memory else "?",
+            )
         )
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import TextIO
 
@@ -49,4 +50,9 @@ def run_ask(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | N
         err_stream.write("ask: the question is empty. Accepted: a question in English or Chinese.\n")
         return EXIT_BAD_INPUT
     args.question = question
-    return asyncio.run(_ask(args, out or sys.stdout, err_stream))
+    try:
+        return asyncio.run(_ask(args, out or sys.stdout, err_stream))
+    except BrokenPipeError:  # `vramwise ask ... | head`: the reader left; not an error of ours
+        # Python docs (signal, "Note on SIGPIPE"): point stdout at devnull so the exit flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -93,6 +93,10 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
             notes.append(f"precision_recipe not stated: {recipe}")
         if recipe not in TRACEABLE_RECIPES:
             raise ScenarioError("precision_recipe", f"{recipe} is not traced", accepted=", ".join(TRACEABLE_RECIPES))
+    attention = "eager" if s.attention == "eager" else "sdpa"
+    if family == "gemma2" and s.attention is None:
+        attention = "eager"  # transformers' Gemma2 has no SDPA path (attention logit soft-capping)
+        notes.append("attention not stated: eager (Gemma-2)")
     checkpointing = bool(s.gradient_checkpointing or s.recompute == "full")
     if s.recompute == "selective":
         raise ScenarioError("recompute", "selective recompute is not traced", accepted="none, full")
@@ -111,7 +115,7 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         batch_size=batch,
         seq_len=seq,
         gradient_checkpointing=checkpointing,
-        attention="eager" if s.attention == "eager" else "sdpa",
+        attention=attention,
         lora_rank=s.lora_rank or (8 if task == "lora" else None),
         lora_targets=list(s.lora_targets or ["q_proj", "v_proj"]),
         dora=s.dora,

@@ -34,10 +34,11 @@ from service.agent.events import (
 )
 from service.agent.llm.endpoint import ChatModelHandle
 from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
-from service.agent.llm.tools import ToolRecorder, build_tools
+from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
 from service.agent.offline.language import detect_language
 from service.agent.prompt_files import read_prompt
 from tools.result import Estimate
+from tools.scenario import Scenario
 
 logger = logging.getLogger("vramwise.llm")
 
@@ -239,15 +240,19 @@ class _Run:
         estimates = self.recorder.estimates
         return estimates[-1] if estimates else None
 
+    @property
+    def last_scenario(self) -> Scenario | None:
+        """The stated scenario of the last estimate (what a follow-up modifies), as the offline agent keeps it."""
+        runs = [r for r in self.recorder.runs if r.estimate is not None]
+        return runs[-1].scenario if runs else None
+
     def tool_events(self) -> list[AgentEvent]:
         """ScenarioEvent + EstimateEvent for each tool run since the last call; widen the allowed figures."""
         events: list[AgentEvent] = []
         for tool_run in self.recorder.runs[self._runs_seen :]:
-            self.allowed.add_bytes(tool_run.figures)
-            self.allowed.add_text(tool_run.output)
+            allow_tool_run(self.allowed, tool_run)
             if tool_run.estimate is not None:
-                self.allowed.add_bytes(_estimate_figures(tool_run.estimate))
-                events.append(ScenarioEvent(scenario=tool_run.estimate.scenario))
+                events.append(ScenarioEvent(scenario=tool_run.scenario or tool_run.estimate.scenario))
                 events.append(EstimateEvent(estimate=tool_run.estimate))
         self._runs_seen = len(self.recorder.runs)
         return events
@@ -283,7 +288,7 @@ class _Run:
         return Answer(
             question=self.question,
             language=self.language,
-            scenario=estimate.scenario if estimate else None,
+            scenario=self.last_scenario,
             estimate=estimate,
             answer=text,
             agent=agent,
@@ -291,11 +296,19 @@ class _Run:
         )
 
 
-def _estimate_figures(estimate: Estimate) -> list[int]:
-    """The byte figures an answer about `estimate` may cite (service.agent.figures)."""
+def allow_tool_run(allowed: AllowedFigures, tool_run: ToolRun) -> None:
+    """Widen `allowed` by everything a tool run showed the model.
+
+    The estimate's own figures (service.agent.figures), every byte count in the tool's JSON, and
+    every figure written in its text (formula constants like "4096 MiB", intermediate products in
+    `substituted`, GPU alias notes like "H100 NVL (94 GB)").
+    """
     from service.agent.figures import figures_of
 
-    return sorted(figures_of(estimate))
+    allowed.add_bytes(tool_run.figures)
+    allowed.add_text(tool_run.output)
+    if tool_run.estimate is not None:
+        allowed.add_bytes(figures_of(tool_run.estimate))
 
 
 def _paragraphs(text: str) -> list[str]:

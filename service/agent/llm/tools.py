@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -36,6 +37,7 @@ class ToolRun:
     args: dict[str, Any]
     output: str  # exactly what the model saw
     estimate: Estimate | None = None
+    scenario: Scenario | None = None  # the stated scenario the estimate is for (what the user asked)
     error: str | None = None
     figures: list[int] = field(default_factory=list)  # every byte count in `output`
 
@@ -241,10 +243,18 @@ def _error_text(err: Exception) -> str:
 
 
 def _scenario_from(args: dict[str, Any], previous: Scenario | None) -> Scenario:
+    """The stated scenario: the model's arguments, merged into the previous one for a follow-up.
+
+    Merging reuses the offline agent's follow-up rules (service.agent.offline.followup): only
+    stated fields carry over, and fields that stop making sense when the task changes are dropped.
+    """
+    from service.agent.offline.followup import merge_followup
+
     follow_up = bool(args.pop("follow_up", False))
     stated = {k: v for k, v in args.items() if v is not None and not (k == "dora" and v is False)}
     if follow_up and previous is not None:
-        return previous.merged(**stated)
+        change = SimpleNamespace(intent="estimate", scenario=stated, followup=True)
+        stated = merge_followup(previous, change)  # type: ignore[arg-type]
     return Scenario.model_validate(stated)
 
 
@@ -254,37 +264,39 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
 
     def _run(name: str, args: dict[str, Any], produce: Any) -> str:
         try:
-            output, est = produce()
+            output, est, scenario = produce()
         except (ScenarioError, ValidationError, ValueError) as err:
             text = _error_text(err)
             recorder.record(ToolRun(tool=name, args=args, output=text, error=text))
             raise ToolException(text) from err
         figures = list(_byte_counts(json.loads(output)))
-        recorder.record(ToolRun(tool=name, args=args, output=output, estimate=est, figures=figures))
+        recorder.record(
+            ToolRun(tool=name, args=args, output=output, estimate=est, scenario=scenario, figures=figures)
+        )
         return output
 
     async def estimate_memory(**kwargs: Any) -> str:
         args = dict(kwargs)
 
-        def produce() -> tuple[str, Estimate]:
+        def produce() -> tuple[str, Estimate, Scenario]:
             scenario = _scenario_from(dict(args), recorder.previous_scenario)
             est = estimator.estimate(scenario, plan=True)
-            return _dumps(estimate_view(est)), est
+            return _dumps(estimate_view(est)), est, scenario
 
         return _run("estimate_memory", args, produce)
 
     async def plan_fit(**kwargs: Any) -> str:
         args = dict(kwargs)
 
-        def produce() -> tuple[str, Estimate]:
+        def produce() -> tuple[str, Estimate, Scenario]:
             scenario = _scenario_from(dict(args), recorder.previous_scenario)
             est = estimator.estimate(scenario, plan=True)
-            return _dumps(plan_view(est)), est
+            return _dumps(plan_view(est)), est, scenario
 
         return _run("plan_fit", args, produce)
 
     async def lookup_model(name: str) -> str:
-        def produce() -> tuple[str, None]:
+        def produce() -> tuple[str, None, None]:
             resolved = catalog.resolve_model(name)
             arch = resolved.architecture.model_dump(exclude_defaults=True)
             view: dict[str, Any] = {
@@ -298,12 +310,12 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
                     view["active_params_per_token"] = fmt_count(resolved.spec.active_params)
             if resolved.assumed:
                 view["assumed"] = resolved.assumed
-            return _dumps(view), None
+            return _dumps(view), None, None
 
         return _run("lookup_model", {"name": name}, produce)
 
     async def list_gpus(vendor: str | None = None) -> str:
-        def produce() -> tuple[str, None]:
+        def produce() -> tuple[str, None, None]:
             rows = []
             for g in catalog.list_gpus():
                 g_vendor = getattr(g, "vendor", None)
@@ -314,10 +326,12 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
                         "id": g.id,
                         "name": g.name,
                         "memory": fmt_gib(g.memory_bytes),
+                        "memory_bytes": g.memory_bytes,
+                        **({"marketed": g.marketed} if getattr(g, "marketed", None) else {}),
                         **({"vendor": g_vendor} if g_vendor else {}),
                     }
                 )
-            return _dumps(rows), None
+            return _dumps(rows), None, None
 
         return _run("list_gpus", {"vendor": vendor}, produce)
 

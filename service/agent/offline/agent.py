@@ -49,6 +49,10 @@ from tools.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
+NO_EFFECT_FIELDS = frozenset(
+    {"epochs", "learning_rate", "gradient_accumulation_steps", "warmup_steps", "lora_alpha", "lora_dropout"}
+)
+
 EstimateFn = Callable[..., Estimate]
 
 
@@ -68,8 +72,10 @@ class OfflineAgent:
 
     name = "offline"
 
-    def __init__(self, estimate_fn: EstimateFn | None = None) -> None:
+    def __init__(self, estimate_fn: EstimateFn | None = None, *, preload: bool = True) -> None:
         self._estimate: EstimateFn = estimate_fn or _default_estimate
+        if preload:
+            preload_resources()
 
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
@@ -87,14 +93,19 @@ class OfflineAgent:
             yield TokenEvent(text=chunk)
         yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None))
 
-    async def answer(self, question: str, state: ConversationState, language: Language | None = None) -> Answer:
+    async def answer(
+        self, question: str, state: ConversationState, language: Language | None = None
+    ) -> Answer:
         """Run `stream` to the end; the Answer, or ScenarioError for bad input."""
         async for event in self.stream(question, state, language):
             if isinstance(event, DoneEvent):
                 return event.answer
             if isinstance(event, ErrorEvent):
                 raise ScenarioError(
-                    event.field or "question", event.message, accepted=event.accepted, suggestions=event.suggestions
+                    event.field or "question",
+                    event.message,
+                    accepted=event.accepted,
+                    suggestions=event.suggestions,
                 )
         raise RuntimeError("the offline agent ended without an answer")
 
@@ -104,7 +115,17 @@ class OfflineAgent:
         self, parsed: ParsedQuestion, state: ConversationState, lang: Language
     ) -> AsyncIterator[AgentEvent]:
         stated = merge_followup(state.scenario, parsed)
-        if not any(k in stated for k in ("model", "params", "architecture")):
+        has_subject = any(k in stated for k in ("model", "params", "architecture"))
+        if not has_subject and parsed.topic and not set(stated) - NO_EFFECT_FIELDS:
+            # "what about 3 epochs?" with nothing to modify: answer the concept instead
+            lines = self._concept_lines(parsed.topic, lang)
+            text = ""
+            for chunk in chunk_lines(lines):
+                text += chunk
+                yield TokenEvent(text=chunk)
+            yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None))
+            return
+        if not has_subject:
             yield ErrorEvent(
                 message=render_missing_model(lang),
                 field="model",
@@ -117,20 +138,22 @@ class OfflineAgent:
         except ValidationError as err:
             yield _validation_error(err, lang, stated)
             return
+        try:  # catalog names first (cheap): an unknown model or GPU is answered before any text
+            _check_names(scenario)
+        except ScenarioError as err:
+            yield _scenario_error(err, lang, stated)
+            return
         yield ScenarioEvent(scenario=scenario)
         # First token before the estimator and planner run: what was understood (time to first token).
-        text = render_scenario_line(stated, lang, followup=is_followup(parsed, state.scenario)) + "\n\n"
+        text = (
+            render_scenario_line(scenario.stated(), lang, followup=is_followup(parsed, state.scenario))
+            + "\n\n"
+        )
         yield TokenEvent(text=text)
         try:
             estimate = self._estimate(scenario, plan=True)
         except ScenarioError as err:
-            yield ErrorEvent(
-                message=render_error(err, lang),
-                field=err.field,
-                accepted=err.accepted,
-                suggestions=err.suggestions,
-                detail={"error": err.render(), "language": lang, "stated": stated},
-            )
+            yield _scenario_error(err, lang, stated)
             return
         except ValidationError as err:
             yield _validation_error(err, lang, stated)
@@ -211,4 +234,41 @@ def _validation_error(err: ValidationError, lang: Language, stated: dict[str, An
         message=render_error({"field": field, "message": f"{message} (got {stated.get(field)!r})"}, lang),
         field=field,
         detail={"language": lang, "stated": stated},
+    )
+
+
+def preload_resources() -> None:
+    """Load the (cached, read-only) templates, labels, knowledge base and catalogs once, up front,
+    so the first question's time to first token is not spent reading files."""
+    from service.agent.offline.kb import match_topic
+    from service.agent.prompt_files import LANGUAGES, load_toml
+    from tools.catalog import list_gpus, list_models, lookup_model
+
+    for language in LANGUAGES:
+        load_toml(language, "answer.toml")
+        load_toml(language, "labels.toml")
+    match_topic("")
+    parse_question("LoRA Llama-2-7B 两张4090 batch 4 4k上下文 ZeRO-3")  # compiles the inline patterns
+    list_models()
+    list_gpus()
+    lookup_model("llama-2-7b")
+
+
+def _check_names(scenario: Scenario) -> None:
+    """Raise the catalog's ScenarioError (with near names) for an unknown model or GPU."""
+    from tools.catalog import find_gpu, resolve_model
+
+    if scenario.model and scenario.architecture is None:
+        resolve_model(scenario.model)
+    if scenario.gpu:
+        find_gpu(scenario.gpu)
+
+
+def _scenario_error(err: ScenarioError, lang: Language, stated: dict[str, Any]) -> ErrorEvent:
+    return ErrorEvent(
+        message=render_error(err, lang),
+        field=err.field,
+        accepted=err.accepted,
+        suggestions=err.suggestions,
+        detail={"error": err.render(), "language": lang, "stated": stated},
     )

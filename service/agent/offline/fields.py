@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from service.agent.offline.mentions import L, R, SEP
+from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import float_value, plain_int, token_count
 
 Fields = dict[str, Any]
@@ -19,7 +19,7 @@ Extractor = Callable[[str], Fields]
 
 _NUM = r"(\d+(?:\.\d+)?)"
 _K = r"(\d+(?:\.\d+)?\s*k?)"
-_IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|到|取)?\s*"
+_IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|改成|改为|换成|到|取)?\s*"
 _NEG = re.compile(
     r"(?:without|no|disable[ds]?|turn(?:ed)?\s+off|not\s+using|不开|关闭|关掉|不用|不使用|没开|没有|不加|无)\s*$"
 )
@@ -31,8 +31,10 @@ def _negated(low: str, start: int) -> bool:
 
 # --- task ------------------------------------------------------------------------------------------
 
-_QLORA = re.compile(rf"{L}q{SEP}lora{R}|{L}(?:4|four){SEP}bit{SEP}lora{R}|{L}lora{SEP}(?:on|with|\+)?\s*4{SEP}bit")
-_LORA = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
+QLORA_MENTION = re.compile(
+    rf"{L}q{SEP}lora{R}|{L}(?:4|four){SEP}bit{SEP}lora{R}|{L}lora{SEP}(?:on|with|\+)?\s*4{SEP}bit"
+)
+LORA_MENTION = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
 RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
 # RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
 RL_LORA_DEFAULT_RANK = 8  # PEFT LoraConfig default r=8
@@ -42,8 +44,8 @@ _TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ppo", re.compile(rf"{L}(?:ppo|rlhf){R}")),
     ("grpo", re.compile(rf"{L}grpo{R}")),
     ("dpo", re.compile(rf"{L}dpo{R}")),
-    ("qlora", _QLORA),
-    ("lora", _LORA),
+    ("qlora", QLORA_MENTION),
+    ("lora", LORA_MENTION),
     (
         "pretrain",
         re.compile(rf"{L}pre{SEP}train(?:ing)?{R}|预训练|{L}from\s+scratch{R}|从头训练|从零训练|继续预训练"),
@@ -78,7 +80,7 @@ def task_fields(low: str) -> Fields:
         out["task"] = "qlora"
     if re.search(rf"{L}dora{R}", low):
         out["dora"] = True
-    if out.get("task") in RL_TASKS and _QLORA.search(low):
+    if out.get("task") in RL_TASKS and QLORA_MENTION.search(low):
         out["weight_dtype"] = "nf4"
     return out
 
@@ -405,7 +407,7 @@ def no_effect_fields(low: str) -> Fields:
             out["learning_rate"] = value
     ga = re.search(
         rf"{L}(?:gradient{SEP}accumulation(?:{SEP}steps)?|grad{SEP}accum(?:ulation)?(?:{SEP}steps)?|ga{SEP}steps|ga){_IS}(\d+){R}"
-        rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:)?\s*(\d+)",
+        rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:|改成|改为|设为)?\s*(\d+)",
         low,
     )
     if ga:

@@ -25,6 +25,7 @@ class Mention:
     value: str
     start: int
     end: int
+    note: str | None = None  # why the name was mapped to another architecture (an assumption)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,17 @@ def _deepseek(m: re.Match[str]) -> str:
     return {"v2lite": "deepseek-v2-lite", "r1": "deepseek-r1"}.get(tag, f"deepseek-{tag}")
 
 
+def _distill(m: re.Match[str]) -> str:
+    """DeepSeek-R1-Distill-* models are fine-tuned Qwen2.5 / Llama-3 models with their base's architecture."""
+    family, size = m.group(1), m.group(2)
+    if family == "qwen":
+        return f"qwen2.5-{size}b"
+    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"llama-3.1-{size}b")
+
+
+DISTILL_NOTE = "DeepSeek-R1-Distill models keep their base model's architecture (DeepSeek-R1 model card)"
+
+
 def _phi(m: re.Match[str]) -> str:
     version, variant = m.group(1), m.group(2)
     return f"phi-{version}-{variant}" if variant else f"phi-{version}"
@@ -73,6 +85,7 @@ MODEL_RULES: tuple[ModelRule, ...] = (
         _qwen,
     ),
     _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
+    _rule(rf"{L}deepseek{SEP}r1{SEP}distill{SEP}(qwen|llama){SEP}(\d+(?:\.\d+)?)\s*b{R}", _distill),
     _rule(rf"{L}deepseek{SEP}(v2{SEP}lite|v2\.5|v2|v3(?:\.1)?|r1){R}", _deepseek),
     _rule(rf"{L}chatglm(\d){SEP}{SIZE}{R}", lambda m: f"chatglm{m.group(1)}-{m.group(2)}b"),
     _rule(rf"{L}glm{SEP}(\d){SEP}{SIZE}{R}", lambda m: f"glm-{m.group(1)}-{m.group(2)}b"),
@@ -109,7 +122,8 @@ def find_model(low: str) -> Mention | None:
         for m in rule.pattern.finditer(low):
             name = rule.name(m)
             if name and (best is None or m.start() < best.start):
-                best = Mention(name, m.start(), m.end())
+                note = DISTILL_NOTE if rule.name is _distill else None
+                best = Mention(name, m.start(), m.end(), note)
                 break
     if best is not None:
         return best

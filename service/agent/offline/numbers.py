@@ -68,7 +68,7 @@ def token_count(text: str) -> int | None:
     value = float(m.group(1))
     if m.group(2):
         value *= _SUFFIX[m.group(2).lower()]
-    return int(round(value))
+    return round(value)
 
 
 def plain_int(text: str) -> int | None:
@@ -78,7 +78,7 @@ def plain_int(text: str) -> int | None:
     if not m:
         return None
     value = float(m.group(1)) * (1000 if m.group(2) else 1)
-    return int(round(value))
+    return round(value)
 
 
 def float_value(text: str) -> float | None:
@@ -98,16 +98,16 @@ def param_count(text: str) -> int | None:
     t = text.strip().lower().replace(" ", "")
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(千亿|万亿|百亿|亿)", t)
     if m:
-        return int(round(float(m.group(1)) * _ZH_PARAM_UNITS[m.group(2)]))
+        return round(float(m.group(1)) * _ZH_PARAM_UNITS[m.group(2)])
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(billion|million|bn|b|m|t)", t)
     if m:
-        return int(round(float(m.group(1)) * _PARAM_UNITS[m.group(2)]))
+        return round(float(m.group(1)) * _PARAM_UNITS[m.group(2)])
     return None
 
 
 def size_label(n_params: int) -> str:
     """7e9 -> '7B', 1.5e9 -> '1.5B', 5e8 -> '0.5B', 3.5e8 -> '350M': the bare-size form the catalog accepts."""
-    if n_params >= 10**8:
+    if n_params >= 5 * 10**8:
         value = n_params / 10**9
         text = f"{value:.2f}".rstrip("0").rstrip(".")
         return f"{text}B"

@@ -13,7 +13,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from service.agent.events import Language
-from service.agent.offline.fields import _LORA, _QLORA, RL_LORA_DEFAULT_RANK, RL_TASKS, stated_fields
+from service.agent.offline.fields import (
+    LORA_MENTION,
+    QLORA_MENTION,
+    RL_LORA_DEFAULT_RANK,
+    RL_TASKS,
+    stated_fields,
+)
 from service.agent.offline.kb import match_topic
 from service.agent.offline.language import detect_language
 from service.agent.offline.mentions import L, R, find_bare_size, find_gpu, find_model
@@ -30,10 +36,12 @@ class ParsedQuestion(BaseModel):
     language: Language
     intent: Intent
     scenario: dict[str, Any] = Field(default_factory=dict)  # only the Scenario fields the user stated
-    topic: str | None = None  # knowledge-base topic for intent == "concept"
+    topic: str | None = None  # knowledge-base topic (answered when intent == "concept")
     model_mention: str | None = None  # the model as the user named it (normalised), if any
     followup: bool = False  # phrased as a change to the previous question ("what about...", "...呢")
-    filled: dict[str, str] = Field(default_factory=dict)  # field -> why the parser chose a value (an assumption)
+    filled: dict[str, str] = Field(
+        default_factory=dict
+    )  # field -> why the parser chose a value (an assumption)
 
 
 def normalise(text: str) -> str:
@@ -61,7 +69,7 @@ _LIST_GPUS = re.compile(
 _LIST_MODELS = re.compile(
     rf"{L}(?:which|what|list)\s+models\b|{L}(?:supported|known)\s+models|支持哪些模型|有哪些模型|模型列表"
 )
-_GREETING = re.compile(rf"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
+_GREETING = re.compile(r"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
 _FOLLOWUP = re.compile(
     rf"^(?:and|what about|how about|then|instead|with|same|now|ok|so)\b|{L}(?:what about|how about|instead|rather)\b|"
     r"^(?:那|如果|换成|改成|改用|换|用|再)|呢[?？。]?$|换成|改成|改用"
@@ -96,7 +104,13 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         fields["task"], fields["weight_dtype"] = "qlora", "nf4"  # LoRA on a 4-bit base is QLoRA
 
     filled: dict[str, str] = {}
-    if fields.get("task") in RL_TASKS and "lora_rank" not in fields and (_LORA.search(low) or _QLORA.search(low)):
+    if model and model.note:
+        filled["model"] = f"{model.note}: taken as {model.value}"
+    if (
+        fields.get("task") in RL_TASKS
+        and "lora_rank" not in fields
+        and (LORA_MENTION.search(low) or QLORA_MENTION.search(low))
+    ):
         fields["lora_rank"] = RL_LORA_DEFAULT_RANK
         filled["lora_rank"] = "LoRA named for an RL method without a rank: PEFT LoraConfig default r=8"
 
@@ -110,7 +124,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         language=lang,
         intent=intent,
         scenario=fields if intent == "estimate" else {},
-        topic=topic if intent == "concept" else None,
+        topic=topic,
         model_mention=fields.get("model"),
         followup=bool(_FOLLOWUP.search(low)),
         filled=filled if intent == "estimate" else {},
@@ -130,7 +144,13 @@ def _intent(low: str, topic: str | None, has_subject: bool, fields: dict[str, An
             return "concept"
         if soft and not (has_subject and asks_figure):
             return "concept"
-        if not has_subject and "gpu" not in fields and not set(fields) - _NO_EFFECT_KEYS:
+        only_no_effect = not set(fields) - _NO_EFFECT_KEYS
+        if (
+            not has_subject
+            and "gpu" not in fields
+            and only_no_effect
+            and not (fields and _FOLLOWUP.search(low))
+        ):
             return "concept"
     if has_subject or fields:
         return "estimate"

@@ -1,0 +1,273 @@
+"""Building blocks of the estimator, each against hand-derived or published numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.activations import stage_activations
+from tools.architecture import Architecture, LinearShape
+from tools.estimator import estimate
+from tools.lora import freeze_trainable, lora_trainable
+from tools.optimizers import OPTIMIZERS, TrainableSpec
+from tools.precision import RECIPES
+from tools.quant import Bnb4bitFormat, BnbInt8Format, GroupwiseIntFormat, weight_format
+from tools.resolve import resolve
+from tools.scenario import Scenario
+
+SQ = LinearShape(name="q_proj", in_features=4096, out_features=4096, count=1)
+N = 4096 * 4096
+
+
+def per_param(fmt, lin=SQ) -> float:
+    data, meta = fmt.linear_bytes([lin])
+    return (data + meta) / (lin.in_features * lin.out_features)
+
+
+# --- quantisation ---------------------------------------------------------------------------------
+def test_nf4_bytes_per_param_with_and_without_double_quant() -> None:
+    assert per_param(Bnb4bitFormat("nf4", double_quant=False)) == 0.5 + 4 / 64 == 0.5625
+    assert per_param(Bnb4bitFormat("nf4", double_quant=True)) == 0.5 + 1 / 64 + 4 / (64 * 256)
+    # QLoRA paper: double quantisation cuts the constants from 0.5 to ~0.127 bits per parameter
+    dq_bits = (per_param(Bnb4bitFormat("nf4", double_quant=True)) - 0.5) * 8
+    assert dq_bits == pytest.approx(0.127, abs=0.001)
+
+
+def test_gptq_and_awq_int4_group_128() -> None:
+    gptq = GroupwiseIntFormat("gptq", bits=4, group=128)
+    data, meta = gptq.linear_bytes([SQ])
+    assert data == N // 2
+    groups = 4096 // 128
+    assert meta == groups * 4096 * 2 + groups * 4096 // 2 + 4 * 4096  # fp16 scales + packed zeros + g_idx
+    awq = weight_format("int4", "awq")
+    assert awq.linear_bytes([SQ])[1] == groups * 4096 * 2 + groups * 4096 // 2
+
+
+def test_bnb_int8_stores_int8_plus_fp32_row_scales() -> None:
+    assert BnbInt8Format().linear_bytes([SQ]) == (N, 4 * 4096)
+
+
+def test_fp8_keeps_embeddings_and_head_16bit() -> None:
+    e = estimate(Scenario(model="llama-2-7b", task="inference", weight_dtype="fp8", gpu="h100"), plan=False)
+    lin = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)
+    other = 6_738_415_616 - lin
+    assert e.component("weights").bytes == lin + 2 * other
+    assert e.component("quant_metadata").bytes == 32 * 7 * 8  # 7 linears per layer, two fp32 scales each
+
+
+def test_int4_inference_defaults_to_gptq_and_says_so() -> None:
+    e = estimate(Scenario(model="llama-2-7b", task="inference", weight_dtype="int4", gpu="4090"), plan=False)
+    assert any(a.field == "quant_method" and a.value == "gptq" for a in e.assumptions)
+    assert e.component("weights").bytes < 4.5e9
+
+
+# --- precision recipes and optimizers -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("recipe", "bytes_per_param"), [("fp32", 16), ("amp", 16), ("mixed", 16), ("megatron", 18), ("bf16", 8)]
+)
+def test_recipe_bytes_per_param_with_adamw(recipe: str, bytes_per_param: int) -> None:
+    r = RECIPES[recipe]
+    spec = TrainableSpec(params=1000)
+    states = OPTIMIZERS["adamw"].state_bytes(spec, r.state_bytes)
+    assert (
+        r.weight_bytes * 1000 + r.grad_bytes * 1000 + r.master_bytes * 1000 + states == bytes_per_param * 1000
+    )
+
+
+def test_optimizer_state_bytes() -> None:
+    big = TrainableSpec(params=N + 4096, matrices=((4096, 4096, 1),), vector_params=4096)
+    assert OPTIMIZERS["adamw"].state_bytes(big, 4) == 8 * (N + 4096)
+    # 8-bit: 2 B + two fp32 absmax per 256-block for the matrix; the 4096-vector < min_8bit_size? (= 4096: not <)
+    eight = OPTIMIZERS["adamw_8bit"].state_bytes(big, 4)
+    assert eight == 2 * (N + 4 * N // 256) + 8 * 4096
+    assert OPTIMIZERS["paged_adamw_8bit"].state_bytes(big, 4) == eight
+    assert OPTIMIZERS["sgd"].state_bytes(big, 4) == 0
+    assert OPTIMIZERS["sgd_momentum"].state_bytes(big, 4) == 4 * (N + 4096)
+    assert OPTIMIZERS["lion"].state_bytes(big, 4) == 4 * (N + 4096)
+    assert OPTIMIZERS["adafactor"].state_bytes(big, 4) == 4 * (4096 + 4096) + 4 * 4096
+
+
+def test_adamw_foreach_transient_only_outside_fused_frameworks() -> None:
+    amp = estimate(
+        Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="amp", gpu="h100"), plan=False
+    )
+    mixed = estimate(
+        Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="mixed", gpu="h100"), plan=False
+    )
+    # HF Trainer's torch AdamW (foreach): a transient as large as the params in fp32 at the step
+    rs = resolve(Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="amp"))
+    p = rs.model.params.total
+    step = {ph.phase: ph.tensor_bytes for ph in amp.per_gpu.phases}["optimizer_step"]
+    assert step == 4 * p + 4 * p + 8 * p + 4 * p  # weights + grads + m,v + foreach transient
+    assert (
+        mixed.component("optimizer_step_temporaries") is None or mixed.per_gpu.peak_phase != "optimizer_step"
+    )
+
+
+def test_8bit_adam_saves_about_6_bytes_per_param() -> None:
+    kw = {"model": "llama-2-7b", "task": "full_finetune", "gpu": "h100"}
+    a = estimate(Scenario(**kw, optimizer="adamw"), plan=False).component("optimizer_states").bytes
+    b = estimate(Scenario(**kw, optimizer="adamw_8bit"), plan=False).component("optimizer_states").bytes
+    assert (a - b) / 6_738_415_616 == pytest.approx(6.0, abs=0.05)
+
+
+def test_paged_optimizer_says_it_may_page_to_cpu() -> None:
+    e = estimate(
+        Scenario(model="llama-2-7b", task="qlora", optimizer="paged_adamw_8bit", gpu="4090"), plan=False
+    )
+    assert any("paged" in n and "CPU" in n for n in e.notes)
+
+
+# --- LoRA / DoRA / freeze --------------------------------------------------------------------------------
+def _pb(model: str):
+    return resolve(Scenario(model=model, task="inference")).model.params
+
+
+def test_lora_all_linear_and_dora_counts() -> None:
+    pb = _pb("llama-2-7b")
+    # PEFT: Llama-2-7B r=16 all-linear = 39,976,960 trainable
+    assert lora_trainable(pb, 16, ["all-linear"]).params == 32 * 16 * ((4096 + 4096) * 4 + (4096 + 11008) * 3)
+    assert lora_trainable(pb, 16, ["all-linear"]).params == 39_976_960
+    # DoRA adds one magnitude vector of out_features per targeted linear
+    assert lora_trainable(pb, 8, ["q_proj", "v_proj"], dora=True).params == 4_194_304 + 32 * (4096 + 4096)
+
+
+def test_lora_gqa_counts_use_kv_width() -> None:
+    pb = _pb("llama-3-8b")  # k/v project to 8 heads x 128 = 1024
+    assert lora_trainable(pb, 8, ["q_proj", "v_proj"]).params == 32 * 8 * ((4096 + 4096) + (4096 + 1024))
+    assert lora_trainable(pb, 8, ["q_proj", "v_proj"]).params == 3_407_872  # PEFT print for Llama-3-8B
+
+
+def test_freeze_last_layers() -> None:
+    pb = _pb("llama-2-7b")
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    assert freeze_trainable(pb, 2).params == 2 * layer
+
+
+# --- activations ------------------------------------------------------------------------------------------
+GPT3ISH = Architecture(
+    hidden_size=4096,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    intermediate_size=16384,
+    vocab_size=51200,
+    block_style="gpt",
+    gated_mlp=False,
+    norm_has_bias=True,
+)
+
+
+def _act(arch, **kw):
+    base = {"b": 8, "s": 1024, "act_bytes": 2, "residual_bytes": 2, "flash": False, "tp": 1, "sp": False}
+    base.update(kw)
+    recompute = base.pop("recompute", "none")
+    return stage_activations(arch, recompute=recompute, n_layers=32, in_flight=1, **base).bytes
+
+
+def test_korthikanti_gpt_block_per_layer() -> None:
+    s, b, h, a = 1024, 8, 4096, 32
+    assert _act(GPT3ISH) == 32 * (s * b * h * 34 + 5 * a * s * s * b)  # Table 2, no parallelism
+    # TP=2 without sequence parallel: sbh(10 + 24/t + 5as/(ht))
+    assert _act(GPT3ISH, tp=2) == 32 * int(s * b * h * (10 + 24 / 2) + 5 * a * s * s * b / 2)
+    # with sequence parallel: everything / t
+    assert _act(GPT3ISH, tp=2, sp=True) == 32 * int(s * b * h * 34 / 2 + 5 * a * s * s * b / 2)
+    # selective recompute drops exactly the 5as^2b attention core
+    assert _act(GPT3ISH, recompute="selective") == 32 * s * b * h * 34
+    # full recompute: layer inputs (2sbh each) + one layer live
+    assert _act(GPT3ISH, recompute="full") == 32 * 2 * s * b * h + (s * b * h * 34 + 5 * a * s * s * b)
+
+
+def test_llama_block_saves_more_than_korthikanti_34() -> None:
+    arch = resolve(Scenario(model="llama-2-7b")).model.arch
+    s, b, h = 2048, 1, 4096
+    per_layer = _act(arch, s=s, b=b, flash=True) // 32
+    # norms 2*(4 fp32 + 2 normalised + 2 output)h + q 2h + k,v 4h + SDPA out and o_proj input 4h
+    # + SwiGLU 4*2*i + fp32 LSE 4 per head
+    assert per_layer == s * b * (2 * 8 * h + 2 * h + 4 * h + 4 * h + 8 * 11008 + 4 * 32)
+    assert per_layer > s * b * h * 34
+    eager = _act(arch, s=s, b=b, flash=False) // 32
+    # eager: no LSE; fp32 softmax output + bf16 probabilities per score element (a*s^2*b)
+    assert eager == per_layer - 4 * 32 * s * b + 6 * 32 * s * s * b
+
+
+def test_lora_saves_only_what_its_targets_need() -> None:
+    from tools.activations import SaveMask
+
+    arch = resolve(Scenario(model="llama-2-7b")).model.arch
+    s, h = 2048, 4096
+    qv = SaveMask.for_targets(("q_proj", "v_proj"))
+    base = {"b": 1, "s": s, "act_bytes": 2, "residual_bytes": 2, "flash": True, "tp": 1, "sp": False}
+    per_layer = stage_activations(arch, recompute="none", n_layers=1, in_flight=1, mask=qv, **base).bytes
+    # frozen norms: fp32 copies 2*4h + the attention norm output 2h (lora_A input); q 2h, k,v 4h,
+    # SDPA out 2h (no o_proj input); SwiGLU gate/act/up 3*2*i (no down_proj input); LSE
+    assert per_layer == s * (8 * h + 2 * h + 2 * h + 4 * h + 2 * h + 6 * 11008 + 4 * 32)
+    lora = estimate(Scenario(model="llama-2-7b", task="lora", gpu="h100"), plan=False)
+    assert lora.component("activations").bytes == 32 * per_layer
+
+
+def test_freeze_tuning_saves_activations_only_in_trainable_layers() -> None:
+    kw = {"model": "llama-2-7b", "gpu": "h100"}
+    full = estimate(Scenario(**kw, task="full_finetune"), plan=False).component("activations").bytes
+    frozen = (
+        estimate(Scenario(**kw, task="freeze", trainable_layers=2), plan=False).component("activations").bytes
+    )
+    assert frozen * 16 == full
+
+
+def test_activations_do_not_shrink_with_data_parallel() -> None:
+    kw = {"model": "llama-2-7b", "task": "full_finetune", "gpu": "h100", "batch_size": 2}
+    one = estimate(Scenario(**kw), plan=False).component("activations").bytes
+    eight = estimate(Scenario(**kw, num_gpus=8, zero_stage=3), plan=False).component("activations").bytes
+    assert one == eight
+
+
+def test_context_parallel_divides_sequence() -> None:
+    kw = {"model": "llama-2-7b", "task": "full_finetune", "gpu": "h100", "seq_len": 8192}
+    one = estimate(Scenario(**kw), plan=False).component("activations").bytes
+    cp2 = estimate(Scenario(**kw, cp=2, num_gpus=2), plan=False).component("activations").bytes
+    assert cp2 == estimate(Scenario(**{**kw, "seq_len": 4096}), plan=False).component("activations").bytes
+    assert cp2 < one / 2 + 1
+
+
+def test_fp32_training_falls_back_from_flash_with_a_note() -> None:
+    e = estimate(
+        Scenario(
+            model="llama-3.2-1b", task="full_finetune", precision_recipe="fp32", gpu="h100", seq_len=1024
+        ),
+        plan=False,
+    )
+    assert any("math" in n for n in e.notes)
+    assert "eager" in e.component("activations").label
+
+
+def test_logits_are_large_for_128k_vocab() -> None:
+    e = estimate(Scenario(model="llama-3-8b", task="lora", gpu="h100", seq_len=4096), plan=False)
+    # loss backward: bf16 logits + fp32 log_softmax + fp32 grads: 14 B x s x V
+    assert e.component("logits").bytes == 14 * 4096 * 128256
+
+
+def test_amp_autocast_copies_two_bytes_per_matmul_weight() -> None:
+    e = estimate(
+        Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="amp", gpu="h100", seq_len=512),
+        plan=False,
+    )
+    from tools.footprint import model_footprint
+
+    rs = resolve(e.scenario)
+    fp = model_footprint(rs)
+    (c,) = [x for x in fp.components_at("end_of_forward") if x.name == "autocast_weight_copies"]
+    assert all(x.name != "autocast_weight_copies" for x in fp.components_at("optimizer_step"))
+    pb = rs.model.params
+    lin = sum(x.count * x.in_features * x.out_features for x in pb.linears)
+    assert c.bytes == 2 * (lin + pb.embedding)  # tied head: the embedding matrix is the LM head's weight
+
+
+def test_sliding_window_caps_kv() -> None:
+    from tools.kv_cache import kv_bytes, kv_specs
+
+    arch = resolve(Scenario(model="mistral-7b-v0.1")).model.arch
+    specs = kv_specs(arch, dtype_bytes=2)
+    if arch.sliding_window:
+        assert kv_bytes(specs, 32768, 1) == kv_bytes(specs, arch.sliding_window, 1)
+    custom = arch.model_copy(update={"sliding_window": 1024, "sliding_window_layers": None})
+    capped = kv_specs(custom, dtype_bytes=2)
+    assert kv_bytes(capped, 8192, 2) == 2 * 32 * 8 * 128 * 2 * 1024 * 2

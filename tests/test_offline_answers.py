@@ -1,0 +1,258 @@
+"""Offline agent end to end: question -> real parser -> real estimator -> templated, cited answer.
+
+The figures asserted are the tool's own (`tools.estimator.estimate` run here on the same
+scenario), formatted as the answer shows them (`tools.units.fmt_gib`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import subprocess
+import sys
+from argparse import Namespace
+from typing import Any
+
+import pytest
+
+from service.agent.base import ConversationState
+from service.agent.events import DoneEvent, ErrorEvent, EstimateEvent, ScenarioEvent, TokenEvent
+from service.agent.figures import figures_of, matches_figure
+from service.agent.offline import OfflineAgent
+from service.agent.offline.kb import kb_entry
+from service.channels.cli_ask import run_ask
+from tools.estimator import estimate
+from tools.scenario import Scenario
+from tools.units import fmt_count, fmt_gib
+
+
+def collect(question: str, state: ConversationState | None = None, language: str | None = None) -> list[Any]:
+    async def run() -> list[Any]:
+        agent = OfflineAgent()
+        return [e async for e in agent.stream(question, state or ConversationState(), language)]  # type: ignore[arg-type]
+
+    return asyncio.run(run())
+
+
+def done(events: list[Any]) -> DoneEvent:
+    assert isinstance(events[-1], DoneEvent), events[-1]
+    return events[-1]
+
+
+GIB_FIGURE = re.compile(r"(-?\d+\.\d{2}) GiB")
+
+
+def assert_grounded(text: str, est: Any) -> None:
+    """Every GiB figure in the answer is one of the estimate's byte figures (the grounding rule)."""
+    figures = figures_of(est)
+    shown = [float(x) for x in GIB_FIGURE.findall(text)]
+    assert shown, "no figures in the answer"
+    bad = [x for x in shown if not matches_figure(abs(x), "GiB", figures)]
+    assert not bad, bad
+
+
+def test_english_estimate_answer_cites_every_component() -> None:
+    q = "LoRA fine-tune Llama-2-7B r=16 on q_proj,v_proj on one 4090, batch 4, cutoff_len 2048, 3 epochs"
+    events = collect(q)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "scenario" and kinds[1] == "token" and "estimate" in kinds and kinds[-1] == "done"
+    assert kinds.index("token") < kinds.index("estimate")  # first token before the estimator runs
+    stated = events[0].scenario
+    assert isinstance(events[0], ScenarioEvent)
+    assert stated.stated() == {
+        "model": "llama-2-7b",
+        "task": "lora",
+        "lora_rank": 16,
+        "lora_targets": ["q_proj", "v_proj"],
+        "gpu": "4090",
+        "num_gpus": 1,
+        "batch_size": 4,
+        "seq_len": 2048,
+        "epochs": 3.0,
+    }
+    est = next(e.estimate for e in events if isinstance(e, EstimateEvent))
+    reference = estimate(Scenario.model_validate(stated.stated()), plan=True)
+    assert est.per_gpu.total_bytes == reference.per_gpu.total_bytes
+    answer = done(events).answer
+    text = answer.answer
+    assert answer.language == "en" and answer.agent == "offline"
+    assert text == "".join(e.text for e in events if isinstance(e, TokenEvent))
+    assert sum(isinstance(e, TokenEvent) for e in events) > 20  # streamed line by line
+    assert fmt_gib(est.per_gpu.total_bytes) in text
+    assert fmt_gib(est.per_gpu.tensor_peak_bytes) in text
+    assert fmt_count(est.params_total) in text
+    for c in est.components:
+        assert fmt_gib(c.bytes) in text and f"{c.bytes:,}" in text
+        assert c.substituted in text and c.source in text
+    assert ("Verdict: fits" if est.fits else "Verdict: does not fit") in text
+    for s in est.suggestions:
+        assert fmt_gib(s.total_bytes) in text and s.change in text
+    for a in est.assumptions:
+        assert f"- {a.field} = " in text
+    assert "epochs = 3" in text  # no-effect explanation
+    assert est.params_trainable == 8_388_608  # 2 x 32 layers x 16 x (4096 + 4096): PEFT's count
+    assert_grounded(text, est)
+
+
+def test_chinese_estimate_answer_is_fully_chinese() -> None:
+    events = collect("两张4090能不能LoRA微调千问2.5-14B，batch 8，cutoff_len 2048，训练3轮")
+    answer = done(events).answer
+    est = answer.estimate
+    assert answer.language == "zh" and est is not None
+    text = answer.answer
+    assert fmt_gib(est.per_gpu.total_bytes) in text
+    assert ("结论：放得下" if est.fits else "结论：放不下") in text
+    for label in ("权重", "梯度", "优化器状态", "激活值", "logits（输出层分数", "CUDA 上下文", "假设"):
+        assert label in text, label
+    for english in ("Verdict", "Assumptions", "Where the memory goes", "Cheapest changes", "does not fit"):
+        assert english not in text, english
+    for s in est.suggestions:  # planner changes composed from scenario_changes, not the English text
+        assert fmt_gib(s.total_bytes) in text and s.change not in text
+    assert "训练轮数只决定训练跑多久" in text  # no-effect explanation in Chinese
+    assert len([line for line in text.splitlines() if line.startswith("- ") and "=" in line]) >= len(
+        est.assumptions
+    )
+    assert_grounded(text, est)
+
+
+def test_inference_answer_reports_serving_capacity() -> None:
+    answer = done(collect("serve Llama-3-8B with vLLM on one H100, 8k context, 16 concurrent users")).answer
+    est = answer.estimate
+    assert est is not None and est.serving is not None
+    assert est.component("kv_cache") is not None
+    text = answer.answer
+    assert f"{est.serving.max_kv_tokens:,}" in text
+    assert f"{est.serving.max_concurrent_sequences:,}" in text
+    assert fmt_gib(est.serving.kv_cache_bytes) in text
+    assert est.serving.kv_bytes_per_token == 131_072  # 2 x 32 x 8 x 128 x 2 B (GQA, bf16)
+    assert "128.00 KiB" in text
+    assert_grounded(text, est)
+
+
+def test_bare_size_is_an_assumption() -> None:
+    answer = done(collect("单卡3090 推理 70亿参数模型 4k上下文")).answer
+    assert answer.estimate is not None
+    assert any(a.field == "model" for a in answer.estimate.assumptions)
+    assert "模型 = " in answer.answer and "你给出的参数规模或名称按这个模型的结构计算" in answer.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "field", "needle"),
+    [
+        ("How much memory to fine-tune Llama-5-9000B on one A100?", "model", "Did you mean"),
+        ("全参微调 Qwen9-7B 需要多少显存", "model", "你是不是想找"),
+        ("run llama-3.2-3b on a 4060 with load_in_4bit", "gpu", "Did you mean"),
+        ("LoRA Llama-2-7B with TP=3 on 3 A100", "tp", "tp"),
+    ],
+)
+def test_bad_input_is_one_clear_error(question: str, field: str, needle: str) -> None:
+    events = collect(question)
+    err = events[-1]
+    assert isinstance(err, ErrorEvent), events[-1]
+    assert err.field == field
+    assert needle in err.message
+    assert "Traceback" not in err.message
+    if field in ("model", "gpu"):
+        assert err.suggestions  # near names from the catalog
+        assert not any(isinstance(e, TokenEvent) for e in events)  # caught before any text
+    assert not any(isinstance(e, DoneEvent) for e in events)
+
+
+def test_out_of_range_value_is_a_clear_error() -> None:
+    err = collect("LoRA Llama-2-7B on one 4090, batch 0")[-1]
+    assert isinstance(err, ErrorEvent) and err.field == "batch_size"
+    assert "greater than or equal to 1" in err.message and "got 0" in err.message
+
+
+def test_missing_model_asks_for_one() -> None:
+    err = collect("batch 16?")[-1]
+    assert isinstance(err, ErrorEvent) and err.field == "model"
+    assert "7B" in err.message
+    err_zh = collect("用两张卡呢？")[-1]
+    assert isinstance(err_zh, ErrorEvent) and "模型" in err_zh.message
+
+
+@pytest.mark.parametrize(
+    ("question", "topic", "language"),
+    [
+        ("what is the 16x rule?", "rule_16x", "en"),
+        ("什么是 16 倍法则？", "rule_16x", "zh"),
+        ("why is the seed's KV formula wrong for Llama-3?", "seed_kv_gqa", "en"),
+        ("训练轮数会影响显存吗？", "epochs_grad_accum", "zh"),
+        ("does gradient checkpointing reduce memory?", "gradient_checkpointing", "en"),
+        ("为什么 A3B 的 MoE 模型不是只需要 3B 的显存？", "moe_active", "zh"),
+    ],
+)
+def test_concept_answers_carry_tool_figures(question: str, topic: str, language: str) -> None:
+    answer = done(collect(question)).answer
+    assert answer.language == language and answer.scenario is None and answer.estimate is None
+    entry = kb_entry(topic, language)
+    assert entry is not None and entry.example
+    example = estimate(Scenario.model_validate(entry.example), plan=False)
+    assert fmt_gib(example.per_gpu.total_bytes) in answer.answer
+    assert "n/a" not in answer.answer and "${" not in answer.answer
+    if entry.compare:
+        compare = estimate(Scenario.model_validate(entry.compare), plan=False)
+        assert fmt_gib(compare.per_gpu.total_bytes) in answer.answer
+
+
+def test_sixteen_x_rule_shows_sixteen_bytes_per_parameter() -> None:
+    text = done(collect("what is the 16x rule?")).answer.answer
+    assert "7B x 16 B = 112 GB" in text
+    assert "16.0 B per parameter" in text  # model states / trainable params from the tool
+
+
+def test_epochs_do_not_change_the_tool_figure() -> None:
+    text = done(collect("does num_epochs change memory?")).answer.answer
+    entry = kb_entry("epochs_grad_accum", "en")
+    assert entry is not None
+    a = estimate(Scenario.model_validate(entry.example), plan=False)
+    b = estimate(Scenario.model_validate(entry.compare), plan=False)
+    assert a.per_gpu.total_bytes == b.per_gpu.total_bytes
+    assert text.count(fmt_gib(a.per_gpu.total_bytes)) >= 2
+
+
+def test_lists_and_help() -> None:
+    gpus = done(collect("which GPUs do you support?")).answer.answer
+    assert "h100-80gb" in gpus and "GiB" in gpus
+    models = done(collect("支持哪些模型")).answer.answer
+    assert "qwen3-30b-a3b" in models and "参数" in models
+    assert "QLoRA" in done(collect("hello")).answer.answer
+
+
+def test_cli_ask_json_prints_one_answer_object() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_ask(
+        Namespace(question="QLoRA Llama-2-7B on one T4", json=True, offline=True, language=None), out, err
+    )
+    assert code == 0, err.getvalue()
+    data = json.loads(out.getvalue())
+    assert set(data) >= {"question", "language", "scenario", "estimate", "answer"}
+    assert data["language"] == "en" and data["scenario"]["task"] == "qlora"
+    assert fmt_gib(data["estimate"]["per_gpu"]["total_bytes"]) in data["answer"]
+
+
+def test_cli_ask_streams_text_and_honours_language() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_ask(
+        Namespace(question="Llama-3-8B inference on one 4090", json=False, offline=True, language="zh"),
+        out,
+        err,
+    )
+    assert code == 0
+    assert "结论" in out.getvalue()
+
+
+def test_cli_ask_bad_input_exits_2_with_one_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.cli", "ask", "--offline", "LoRA Llama-5-9000B on one 4090"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "model" in proc.stderr and "Did you mean" in proc.stderr
+    assert "Traceback" not in proc.stderr
