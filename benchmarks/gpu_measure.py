@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,6 @@ class Measurement:
     reserved_peak_bytes: int | None = None
     nvml_peak_bytes: int | None = None
     seconds: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def _error(estimate: int | None, truth: int | None) -> float | None:

@@ -63,6 +63,8 @@ class Report:
     streams_per_s: float
     peak_rss_mib: float
     rss_after_mib: float
+    server_cpu_ms_per_stream: float = 0.0
+    load_average: float = 0.0  # 1-minute load of the machine after the run (other processes skew latencies)
     error_samples: list[str] = field(default_factory=list)
 
 
@@ -79,6 +81,13 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def proc_memory_mib(pid: int) -> tuple[float, float]:
@@ -264,8 +273,10 @@ def print_report(rep: Report) -> None:
     print(f"  {'done p50 (ms)':<28}{rep.done_p50_ms:>12}")
     print(f"  {'done p99 (ms)':<28}{rep.done_p99_ms:>12}")
     print(f"  {'streams per second':<28}{rep.streams_per_s:>12}")
+    print(f"  {'service CPU per stream (ms)':<28}{rep.server_cpu_ms_per_stream:>12}")
     print(f"  {'service peak RSS (MiB)':<28}{rep.peak_rss_mib:>12}")
     print(f"  {'service RSS after (MiB)':<28}{rep.rss_after_mib:>12}")
+    print(f"  {'machine load average (1 min)':<28}{rep.load_average:>12}   (cores: {os.cpu_count()})")
     for e in rep.error_samples:
         print(f"  error: {e}")
 
@@ -292,9 +303,11 @@ def main(argv: list[str] | None = None) -> int:
             wait_ready(base_url, proc)
             if args.warmup:
                 asyncio.run(run_load(base_url, 1, args.warmup, args.timeout))
+            cpu0 = proc_cpu_s(proc.pid)
             t0 = time.perf_counter()
             results = asyncio.run(run_load(base_url, args.concurrency, args.rounds, args.timeout))
             wall = time.perf_counter() - t0
+            cpu = proc_cpu_s(proc.pid) - cpu0
             mem = proc_memory_mib(proc.pid)
         finally:
             proc.terminate()
@@ -303,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
     rep = summarise(results, args.concurrency, args.rounds, wall, mem)
+    rep.server_cpu_ms_per_stream = round(cpu * 1000 / max(1, rep.streams), 2)
+    rep.load_average = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(asdict(rep)))
     else:

@@ -269,3 +269,18 @@ def test_deepseek_v3_mla_kv_per_token() -> None:
     e = est(model="deepseek-v3", task="inference", weight_dtype="fp8", tp=8, num_gpus=8, gpu="h200")
     # MLA latent is replicated on every TP rank: 61 layers x (512 + 64) x 2 B
     assert e.serving is not None and e.serving.kv_bytes_per_token == 61 * 576 * 2
+
+
+def test_serving_capacity_is_reserved_minus_weights_profile_run_and_context() -> None:
+    from tools import calibration as cal
+    from tools.activations import inference_transient
+
+    e = est(model="llama-2-7b", task="inference", gpu="a100-80gb", seq_len=4096, gpu_memory_utilization=0.9)
+    rs = resolve(e.scenario)
+    transient, _, _ = inference_transient(rs.model.arch, b=1, s=4096, act_bytes=2, flash=True, tp=1)
+    reserved = int(e.gpu.memory_bytes * 0.9)
+    non_kv = 2 * P_7B + transient + 32_000 * 6 + cal.CUDA_CONTEXT_BYTES
+    sv = e.serving
+    assert sv.reserved_bytes == reserved and sv.kv_cache_bytes == reserved - non_kv
+    assert sv.max_kv_tokens == (reserved - non_kv) // (16 * 524_288) * 16  # vLLM blocks of 16 tokens
+    assert sv.max_concurrent_sequences == sv.max_kv_tokens // 4096

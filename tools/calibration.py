@@ -122,3 +122,7 @@ ALLOCATOR_SLACK_MAX_BYTES = 4 * GiB
 # NCCL: per communicator, channels x (NCCL_BUFFSIZE 4 MiB) for send and receive, plus proxy buffers.
 # nccl docs "NCCL_BUFFSIZE" default 4 MiB; typical 8-32 channels on NVLink systems.
 NCCL_BYTES_PER_COMMUNICATOR = 256 * MiB
+
+# vLLM's start-up profile run: one dummy forward of max_num_batched_tokens tokens (vLLM V1
+# EngineArgs default for the OpenAI server on datacenter GPUs: 8192; vllm/engine/arg_utils.py).
+VLLM_PROFILE_TOKENS = 8192

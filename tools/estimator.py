@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from tools import calibration as cal
+from tools.activations import inference_transient
 from tools.errors import ScenarioError
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
@@ -98,8 +100,8 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
 
 
 def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacity | None:
-    """vLLM-style KV capacity: reserved memory minus everything that is not KV (weights, the prefill
-    transient, logits, CUDA context and NCCL; the allocator slack is part of vLLM's profile too)."""
+    """vLLM-style KV capacity: reserved memory minus everything that is not KV (weights, the profile
+    run's transient, CUDA context and NCCL)."""
     from tools.serving import serving_capacity
 
     lay = rs.layout
@@ -108,8 +110,15 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
     per_token = kv_bytes_per_token(specs)
     if per_token <= 0:
         return None
+    # vLLM's profile run: weights + the transient of one forward of max_num_batched_tokens tokens
+    # + non-torch memory (CUDA context, NCCL); not the HF-style batched prefill of this scenario
     prefill = phase_components.get("prefill", [])
-    non_kv = sum(c.bytes for c in prefill if c.name != "kv_cache") + sum(c.bytes for c in overhead)
+    static = sum(c.bytes for c in prefill if c.name in ("weights", "quant_metadata", "logits"))
+    profile_tokens = min(cal.VLLM_PROFILE_TOKENS, rs.seq * rs.batch)
+    transient, _, _ = inference_transient(
+        rs.model.arch, b=1, s=profile_tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=lay.tp
+    )
+    non_kv = static + transient + sum(c.bytes for c in overhead if c.name != "allocator_slack")
     return serving_capacity(
         gpu_memory_bytes=rs.gpu.memory_bytes,
         gpu_memory_utilization=rs.gpu_memory_utilization,

@@ -352,13 +352,19 @@ class KvDtype8:
 
 @dataclass(frozen=True)
 class QuantizedWeights:
-    dtype: str  # int8 or int4
+    dtype: str  # fp8, int8 or int4
 
     def move(self, s: Scenario) -> Move | None:
         if s.task != "inference" or s.weight_dtype in ("int4", "nf4", self.dtype):
             return None
-        if self.dtype == "int8" and s.weight_dtype == "fp8":
+        if (self.dtype == "int8" and s.weight_dtype == "fp8") or (
+            self.dtype == "fp8" and s.weight_dtype == "int8"
+        ):
             return None
+        if self.dtype == "fp8":
+            return Move(
+                "fp8 weights (vLLM quantization=fp8)", {"weight_dtype": "fp8", "quant_method": "fp8"}, 1
+            )
         if self.dtype == "int4":
             return Move(
                 "int4 weights (AWQ/GPTQ, group 128)",
@@ -384,6 +390,7 @@ SINGLE_LEVERS: tuple[Any, ...] = (
     TensorParallel(8),
     PipelineParallel(2),
     KvDtype8(),
+    QuantizedWeights("fp8"),
     QuantizedWeights("int8"),
     QuantizedWeights("int4"),
     UseLora(),
@@ -401,7 +408,7 @@ MEMORY_LADDER: tuple[Any, ...] = (
     OffloadOptimizer(),
     OffloadParams(),
 )
-INFERENCE_LADDER: tuple[Any, ...] = (KvDtype8(), QuantizedWeights("int8"), QuantizedWeights("int4"))
+INFERENCE_LADDER: tuple[Any, ...] = (KvDtype8(), QuantizedWeights("fp8"), QuantizedWeights("int4"))
 
 
 # --- the search -----------------------------------------------------------------------------------
@@ -531,6 +538,8 @@ def _min_gpus(
 
 
 def _layout_text(changes: dict[str, Any]) -> str:
+    if changes.get("num_gpus") == 1:
+        return "a single GPU"
     parts = []
     if changes.get("tp", 1) > 1:
         parts.append(
@@ -594,7 +603,7 @@ def plan(
     def add(text: str, changes: dict[str, Any], est: Estimate) -> None:
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
-        key = (n, fid, round(slow, 3), est.per_gpu.total_bytes)
+        key = (n, fid, round(slow, 3), est.per_gpu.total_bytes, len(changes))
         scored.append(
             (
                 key,
@@ -614,7 +623,9 @@ def plan(
 
     if found is not None and found[0] != n0:
         what = "fewer" if found[0] < n0 else "more"
-        add(f"use {found[0]} GPUs ({what}; {_layout_text(found[1])})", found[1], found[2])
+        gpus = "GPU" if found[0] == 1 else "GPUs"
+        layout = "" if found[0] == 1 else f"; {_layout_text(found[1])}"
+        add(f"use {found[0]} {gpus} ({what}{layout})", found[1], found[2])
 
     if not base.fits:
         # 1) single levers at the job's GPU count
@@ -634,26 +645,28 @@ def plan(
             res = _ladder(search, start, ladder)
             if res is not None:
                 add(res[0].text, res[0].changes, res[1])
-        # 3) more GPUs with the cheap no-fidelity levers (training) or int4 weights (inference)
-        light_levers = (
-            (Checkpointing(), EightBitOptimizer()) if s.task != "inference" else (QuantizedWeights("int4"),)
-        )
-        light = [m for lv in light_levers if (m := lv.move(s)) is not None]
-        if light:
+        # 3) more GPUs with the cheap no-fidelity levers (training) or quantised weights (inference)
+        if s.task != "inference":
+            groups: list[tuple[Any, ...]] = [(Checkpointing(), EightBitOptimizer())]
+        else:
+            groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
+        for group in groups:
+            light = [m for lv in group if (m := lv.move(s)) is not None]
+            if not light:
+                continue
             cand = _compose(light)
             got = _min_gpus(search, cand.changes, stated_fields)
-            if got is not None and got[0] != n0:
+            if got is not None and got[0] != n0 and (found is None or got[0] < found[0]):
                 add(f"{cand.text} on {got[0]} GPUs ({_layout_text(got[1])})", got[1], got[2])
 
+    # cheapest first; drop a suggestion when a kept one is no worse on GPUs, fidelity, speed and memory
     scored.sort(key=lambda x: x[0])
-    seen: set[str] = set()
-    out: list[Suggestion] = []
-    for _, sg in scored:
-        k = repr(sorted(sg.scenario_changes.items()))
-        if k in seen:
+    kept: list[tuple[tuple[Any, ...], Suggestion]] = []
+    for key, sg in scored:
+        if any(all(a <= b for a, b in zip(k[:4], key[:4], strict=True)) for k, _ in kept):
             continue
-        seen.add(k)
-        out.append(sg)
-        if len(out) >= limit:
+        kept.append((key, sg))
+        if len(kept) >= limit:
             break
+    out = [sg for _, sg in kept]
     return PlanResult(suggestions=out, min_gpus=min_gpus, evaluated=search.evaluated)

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from service.agent.base import Agent, ConversationState
-from service.agent.events import AgentEvent, Language
+from service.agent.events import AgentEvent, Language, TokenEvent
 
 
 @dataclass
@@ -91,6 +91,14 @@ class AgentThread:
         try:
             while True:
                 item = await queue.get()
+                # coalesce text already waiting: one SSE write instead of dozens on a busy server
+                while isinstance(item, TokenEvent) and not queue.empty():
+                    nxt = queue.get_nowait()
+                    if not isinstance(nxt, TokenEvent):
+                        yield item
+                        item = nxt
+                        break
+                    item = TokenEvent(text=item.text + nxt.text)
                 if item is _END:
                     return
                 if isinstance(item, _Failure):

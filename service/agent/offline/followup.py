@@ -88,7 +88,11 @@ def is_followup(parsed: ParsedQuestion, previous: Scenario | None) -> bool:
 
 
 def merge_followup(previous: Scenario | None, parsed: ParsedQuestion) -> dict[str, Any]:
-    """The stated fields of the scenario to estimate now."""
+    """The stated fields of the scenario to estimate now.
+
+    `parsed` needs only `.intent`, `.scenario` (stated fields) and `.followup` (the LLM agent passes
+    its tool arguments this way, so both brains share one set of follow-up rules).
+    """
     if not is_followup(parsed, previous):
         return dict(parsed.scenario)
     merged = stated_of(previous)
