@@ -83,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     base = estimate(hard, plan=False)
 
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s)")
-    print(_line("one estimate (plan=False)", _time_ms(lambda: estimate(one, plan=False), args.runs), TARGET_ONE_MS))
+    print(
+        _line(
+            "one estimate (plan=False)", _time_ms(lambda: estimate(one, plan=False), args.runs), TARGET_ONE_MS
+        )
+    )
     evaluated = plan(base).evaluated
     plan_times = _time_ms(lambda: plan(base), args.plan_runs)
     print(_line(f"planner search ({evaluated} estimates)", plan_times, TARGET_PLAN_MS))
@@ -97,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         cli = []
         for _ in range(args.cli_runs):
             t0 = time.perf_counter()
-            proc = subprocess.run([exe, "estimate", "--scenario", path, "--json"], capture_output=True, text=True)
+            proc = subprocess.run(
+                [exe, "estimate", "--scenario", path, "--json"], capture_output=True, text=True
+            )
             cli.append((time.perf_counter() - t0) * 1000)
             if proc.returncode != 0:
                 print(f"`vramwise estimate` failed (rc {proc.returncode}): {proc.stderr.strip()[:300]}")

@@ -20,7 +20,8 @@ from fastapi.staticfiles import StaticFiles
 
 from service.agent.base import Agent
 from service.api import catalog, chat, estimate, health, openai_compat, web
-from service.api.agent_thread import AgentThread
+from service.api.agent_pool import ProcessPoolAgent
+from service.api.agent_thread import ThreadedAgent
 from service.api.errors import install_error_handlers
 from service.api.turns import TurnRunner
 from service.settings import Settings
@@ -44,31 +45,24 @@ How much GPU memory does this need? A deterministic, cited estimator with a chat
 def create_app(settings: Settings | None = None, *, agent: Agent | None = None) -> FastAPI:
     """Build the app. `agent` overrides the configured one (tests); otherwise `build_agent(settings)`."""
     settings = settings or Settings()
-    replay_factory = None
-    if agent is None:
-        from service.agent.factory import build_agent
-
-        agent = build_agent(settings)
-        if getattr(agent, "name", "offline") != "offline":
-            replay_factory = lambda: build_agent(settings, force_offline=True)  # noqa: E731
+    served, replay = _serving_agents(settings, agent)
+    lifecycle = [served] if replay is served else [served, replay]
     store = ConversationStore(settings.database_url)
-    agent_thread = AgentThread()  # CPU-bound agent work stays off the serving loop
     runner = TurnRunner(
-        agent=agent,
-        store=store,
-        max_message_chars=settings.max_message_chars,
-        replay_agent=replay_factory,
-        agent_thread=agent_thread,
+        agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await store.open()
-        log.info("vramwise ready: agent=%s", agent.name)
+        for a in lifecycle:
+            await a.start()
+        log.info("vramwise ready: agent=%s", served.name)
         try:
             yield
         finally:
-            agent_thread.stop()
+            for a in lifecycle:
+                await a.stop()
             await store.close()
 
     app = FastAPI(
@@ -80,7 +74,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     )
     app.state.settings = settings
     app.state.store = store
-    app.state.agent = agent
+    app.state.agent = served
     app.state.runner = runner
 
     if settings.cors_origins:
@@ -92,6 +86,31 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
     return app
+
+
+def _serving_agents(
+    settings: Settings, agent: Agent | None
+) -> tuple[ThreadedAgent | ProcessPoolAgent, ThreadedAgent | ProcessPoolAgent]:
+    """The agent that answers, and the offline one that re-parses OpenAI-style histories.
+
+    The offline agent is CPU-bound: it answers in worker processes (`agent_processes`, default one
+    per core; 0 = a background thread). The LLM agent waits on the network: a background thread.
+    """
+    from service.agent.factory import build_agent
+
+    if agent is not None:  # injected (tests)
+        served = ThreadedAgent(agent)
+        return served, served
+    settings_data = settings.model_dump()
+    built = build_agent(settings)
+    if built.name == "offline":
+        offline: ThreadedAgent | ProcessPoolAgent = (
+            ThreadedAgent(built)
+            if settings.agent_processes == 0
+            else ProcessPoolAgent(settings_data, workers=settings.agent_processes)
+        )
+        return offline, offline
+    return ThreadedAgent(built), ThreadedAgent(build_agent(settings, force_offline=True), "vramwise-replay")
 
 
 def _version() -> str:

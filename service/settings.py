@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     max_message_chars: int = 4000
+    # offline agent worker processes (CPU-bound work off the serving loop); None = one per CPU core,
+    # 0 = answer on a background thread of the serving process instead
+    agent_processes: int | None = Field(default=None, ge=0, le=64)
     cors_origins: list[str] = Field(default_factory=list)
 
     # Slack (later channel)

@@ -271,3 +271,13 @@ def test_sliding_window_caps_kv() -> None:
     custom = arch.model_copy(update={"sliding_window": 1024, "sliding_window_layers": None})
     capped = kv_specs(custom, dtype_bytes=2)
     assert kv_bytes(capped, 8192, 2) == 2 * 32 * 8 * 128 * 2 * 1024 * 2
+
+
+def test_llama_tp_with_and_without_sequence_parallel() -> None:
+    arch = resolve(Scenario(model="llama-2-7b")).model.arch
+    s, h = 2048, 4096
+    one = _act(arch, s=s, b=1, flash=True)
+    assert _act(arch, s=s, b=1, flash=True, tp=2, sp=True) == one // 2  # everything split by t
+    # without SP the norms' saved tensors (2 x (4 + 2 + 2) x h per token) stay whole on every rank
+    norms = 32 * s * 2 * 8 * h
+    assert _act(arch, s=s, b=1, flash=True, tp=2) == (one - norms) // 2 + norms

@@ -28,6 +28,10 @@ per phase), `gpu_role`, `notes`; `.bytes_at(phase)`, `.components_at(phase) -> l
 `.peak_phase()`. Every part is a tensor (kind="tensor"); runtime overhead is added by the estimator
 (tools/overhead.py) once per GPU, never per model. With PP the stage with the largest peak is returned.
 
+Activations follow what autograd really saves: a frozen weight's matmul saves no input, so LoRA
+saves only what its targeted linears need (tools.activations.SaveMask) and freeze tuning saves
+nothing below its first trainable layer.
+
 Counted: see each component's `source`. Not counted: CUDA graphs, DDP gradient buckets when
 gradient_as_bucket_view=False, DeepSpeed reduce buckets, LoRA dropout copies (p = 0 default).
 """
@@ -356,14 +360,14 @@ def _train(
             _same(
                 g_phases,
                 grads,
-                f"P_trainable_local x {recipe.grad_bytes} B" + (" / N (ZeRO-2)" if g_div > 1 else ""),
+                f"P_trainable_local x {recipe.grad_bytes} B" + (" / N (ZeRO-2/3)" if g_div > 1 else ""),
                 f"{trainable_local:,} x {recipe.grad_bytes} B"
                 + (f" / {N}" if g_div > 1 else "")
                 + f" = {grads:,} B",
             ),
         )
         s_div = lay.states_divisor
-        z = " / N (ZeRO-1)" if s_div > 1 else ""
+        z = " / N (ZeRO-1/2/3)" if s_div > 1 else ""
         zs = f" / {N}" if s_div > 1 else ""
         if recipe.master_bytes:
             master = trainable_local * recipe.master_bytes // s_div

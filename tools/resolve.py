@@ -388,6 +388,11 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     # --- activations ---------------------------------------------------------------------------------
     if sc.recompute is not None:
         recompute = sc.recompute
+        if sc.gradient_checkpointing is not None and sc.gradient_checkpointing != (recompute == "full"):
+            notes.append(
+                f"gradient_checkpointing={sc.gradient_checkpointing} and recompute={recompute} disagree; "
+                f"recompute={recompute} is used"
+            )
     elif sc.gradient_checkpointing is not None:
         recompute = "full" if sc.gradient_checkpointing else "none"
     elif task == "qlora":
@@ -438,6 +443,8 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
         microbatches = sc.pp_microbatches or max(pp, sc.gradient_accumulation_steps or 0)
         if sc.pp_microbatches is None:
             d.fill("pp_microbatches", microbatches, "at least p micro-batches so the 1F1B pipeline fills")
+    if sc.sequence_parallel and tp == 1:
+        notes.append("sequence_parallel only splits activations across TP ranks; with tp=1 it has no effect")
     layout = Layout(
         num_gpus=num_gpus,
         tp=tp,

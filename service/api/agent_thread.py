@@ -1,10 +1,11 @@
-"""Runs agents on their own event loop in one background thread, so the serving loop stays free.
+"""`ThreadedAgent`: an agent run on its own event loop in one background thread.
 
-The offline agent and the estimator are CPU-bound (a planner search is tens of milliseconds);
-run on the serving loop they would hold back every other stream's first event. Here they run on
-a dedicated loop; events cross back through an asyncio queue, so token streaming is preserved,
-and a consumer that stops early (client gone, terminal event) cancels the agent's task.
-One thread per app, started lazily, stopped by the app's lifespan.
+For the LLM agent (mostly waiting on the network, with estimator calls in between): its work and
+its HTTP clients live on a dedicated loop, so a slow tool call never stalls the serving loop.
+Events cross back through an asyncio queue, so token streaming is preserved; text already waiting
+is coalesced into one event; a consumer that stops early (client gone, terminal event) cancels the
+agent's task. One thread per wrapped agent, started lazily, stopped by the app's lifespan.
+(The CPU-bound offline agent runs in worker processes instead: agent_pool.py.)
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ class _Failure:
 _END = object()
 
 
-class AgentThread:
-    def __init__(self, name: str = "vramwise-agent") -> None:
-        self._name = name
+class ThreadedAgent:
+    """Implements the Agent protocol by running `agent` on a background thread's event loop."""
+
+    def __init__(self, agent: Agent, thread_name: str = "vramwise-agent") -> None:
+        self.agent = agent
+        self.name = agent.name
+        self._thread_name = thread_name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -39,12 +44,18 @@ class AgentThread:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread = threading.Thread(target=loop.run_forever, name=self._thread_name, daemon=True)
                 thread.start()
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    def stop(self) -> None:
+    async def start(self) -> None:
+        """Nothing to do up front: the thread starts with the first question."""
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self._stop)
+
+    def _stop(self) -> None:
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
@@ -65,9 +76,10 @@ class AgentThread:
         loop.close()
 
     async def stream(
-        self, agent: Agent, question: str, state: ConversationState, language: Language | None
+        self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        """`agent.stream(...)` run on the agent thread, consumed on the caller's loop."""
+        """The wrapped agent's stream, run on the agent thread, consumed on the caller's loop."""
+        agent = self.agent
         worker = self._ensure_started()
         caller = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()

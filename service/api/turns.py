@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
-from service.api.agent_thread import AgentThread
 from service.api.errors import ApiError
 from service.store import ConversationStore
 
@@ -43,15 +42,12 @@ class TurnRunner:
         agent: Agent,
         store: ConversationStore,
         max_message_chars: int,
-        replay_agent: Callable[[], Agent] | None = None,
-        agent_thread: AgentThread | None = None,
+        replay_agent: Agent | None = None,
     ) -> None:
         self.agent = agent
-        self.agent_thread = agent_thread
         self.store = store
         self.max_message_chars = max_message_chars
-        self._replay_agent_factory = replay_agent
-        self._replay_agent: Agent | None = None
+        self.replay_agent = replay_agent or agent
 
     # ---- validation --------------------------------------------------------------------------------
     def check_message(self, message: str, field: str = "message") -> str:
@@ -117,13 +113,11 @@ class TurnRunner:
         return PreparedTurn(question=question, state=state, language=language, conversation_id=cid)
 
     async def _replay_scenario(self, questions: list[str], language: Language | None):  # type: ignore[no-untyped-def]
-        agent = self._replay()
+        agent = self.replay_agent
         replay = ConversationState()
         for q in questions:
             try:
-                async with aclosing(
-                    self._stream(agent, q[: self.max_message_chars], replay, language)
-                ) as events:
+                async with aclosing(agent.stream(q[: self.max_message_chars], replay, language)) as events:
                     async for ev in events:
                         if isinstance(ev, DoneEvent):
                             replay.record_turn(q, ev.answer)
@@ -134,23 +128,11 @@ class TurnRunner:
                 log.exception("re-parsing an earlier question failed; continuing without it")
         return replay.scenario
 
-    def _replay(self) -> Agent:
-        if self._replay_agent is None:
-            self._replay_agent = self._replay_agent_factory() if self._replay_agent_factory else self.agent
-        return self._replay_agent
-
-    def _stream(
-        self, agent: Agent, question: str, state: ConversationState, language: Language | None
-    ) -> AsyncIterator[AgentEvent]:
-        if self.agent_thread is None:
-            return agent.stream(question, state, language)
-        return self.agent_thread.stream(agent, question, state, language)
-
     # ---- running a turn -----------------------------------------------------------------------------
     async def run(self, turn: PreparedTurn) -> AsyncIterator[AgentEvent]:
         """The agent's events, then exactly one terminal event; the answer is persisted before `done`."""
         try:
-            async with aclosing(self._stream(self.agent, turn.question, turn.state, turn.language)) as events:
+            async with aclosing(self.agent.stream(turn.question, turn.state, turn.language)) as events:
                 async for ev in events:
                     if isinstance(ev, DoneEvent):
                         answer = ev.answer.model_copy(update={"conversation_id": turn.conversation_id})

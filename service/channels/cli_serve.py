@@ -37,9 +37,6 @@ def run_serve(args: argparse.Namespace) -> int:
     from service.app import create_app
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    import os
-    if os.environ.get("H8_SWITCH"):
-        sys.setswitchinterval(float(os.environ["H8_SWITCH"]))
     app = create_app(settings)
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
