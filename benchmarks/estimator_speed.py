@@ -35,6 +35,14 @@ ONE = {
     "lora_rank": 8,
     "lora_targets": ["q_proj", "v_proj"],
 }
+PLAN_RL = {
+    "model": "llama-2-7b",
+    "task": "ppo",
+    "gpu": "a100-80gb",
+    "num_gpus": 1,
+    "batch_size": 4,
+    "seq_len": 2048,
+}
 PLAN = {
     "model": "llama-3-8b",
     "task": "full_finetune",
@@ -92,6 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     plan_times = _time_ms(lambda: plan(base), args.plan_runs)
     print(_line(f"planner search ({evaluated} estimates)", plan_times, TARGET_PLAN_MS))
     print(_line("estimate() incl. planner", _time_ms(lambda: estimate(hard), args.plan_runs), TARGET_PLAN_MS))
+    rl = estimate(Scenario.model_validate(PLAN_RL), plan=False)
+    rl_evaluated = plan(rl).evaluated
+    print(
+        _line(
+            f"planner search, PPO ({rl_evaluated} est.)",
+            _time_ms(lambda: plan(rl), args.plan_runs),
+            TARGET_PLAN_MS,
+        )
+    )
 
     exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -309,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.perf_counter() - t0
             cpu = proc_cpu_s(proc.pid) - cpu0
             mem = proc_memory_mib(proc.pid)
+            if any(r.error for r in results):  # the service's own account of what went wrong
+                log_tail = (Path(tmp) / "server.log").read_text(errors="replace")[-3000:]
+                print(f"--- service log (tail) ---\n{log_tail}\n---", file=sys.stderr)
         finally:
             proc.terminate()
             try:

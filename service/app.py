@@ -54,9 +54,9 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await store.open()
-        for a in lifecycle:
+        for a in lifecycle:  # worker processes fork first, while the process has no other threads
             await a.start()
+        await store.open()
         log.info("vramwise ready: agent=%s", served.name)
         try:
             yield

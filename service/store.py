@@ -4,15 +4,22 @@
 zero set-up) or `postgresql+asyncpg://user:pass@host/db` for several replicas behind a load
 balancer. Tables are created on open. A conversation keeps its turns and the last scenario,
 so a restarted service continues a conversation exactly where it stopped.
+
+Turns are written by one writer task with group commit: the turns that arrive while a
+transaction is in flight go into the next one, so 200 concurrent answers cost a handful of
+commits, not 200 (and SQLite never sees competing writers). `append_turn` returns only after
+its turn is committed, so a follow-up sent after `done` always finds it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel
-from sqlalchemy import delete, event, select, text
+from sqlalchemy import delete, event, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import selectinload
@@ -26,6 +33,21 @@ from tools.scenario import Scenario
 log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # concurrent writers wait for the file lock instead of failing
+MAX_TURNS_PER_COMMIT = 256
+
+_CONVERSATIONS = ConversationRow.__table__
+_TURNS = TurnRow.__table__
+
+
+@dataclass
+class _PendingTurn:
+    conversation_id: str
+    question: str
+    answer: str
+    language: str
+    agent: str
+    scenario_json: str | None
+    at: datetime
 
 
 class StoredTurn(BaseModel):
@@ -86,15 +108,23 @@ class ConversationStore:
         self.database_url = database_url
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker | None = None
+        self._pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[None]] | None] | None = None
+        self._writer: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         self._engine = _engine_for(self.database_url)
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
         async with self._engine.begin() as conn:
             await conn.run_sync(Base.metadata.create_all)
+        self._pending = asyncio.Queue()
+        self._writer = asyncio.create_task(self._write_turns(self._pending), name="conversation-writer")
         log.info("conversation store open: %s", make_url(self.database_url).render_as_string())
 
     async def close(self) -> None:
+        if self._pending is not None and self._writer is not None:
+            self._pending.put_nowait(None)  # finish what is queued, then stop
+            await self._writer
+        self._pending = self._writer = None
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None
@@ -171,28 +201,102 @@ class ConversationStore:
                 session.add(ConversationRow(id=conversation_id, language=language))
 
     async def append_turn(self, conversation_id: str, question: str, answer: Answer) -> None:
-        """Store one answered question; the conversation's scenario becomes the answer's one."""
-        now = utc_now()
-        scenario_json = _scenario_to_json(answer.scenario)
-        async with self._session() as session, session.begin():
-            row = await session.get(ConversationRow, conversation_id)
-            if row is None:
-                row = ConversationRow(id=conversation_id, created_at=now)
-                session.add(row)
-            row.language = answer.language
-            row.updated_at = now
-            if scenario_json is not None:
-                row.scenario_json = scenario_json
-            session.add(
-                TurnRow(
-                    conversation_id=conversation_id,
-                    question=question,
-                    answer=answer.answer,
-                    language=answer.language,
-                    agent=answer.agent,
-                    scenario_json=scenario_json,
-                    created_at=now,
-                )
+        """Store one answered question (committed when this returns); the conversation's scenario
+        becomes the answer's one."""
+        if self._pending is None:
+            raise RuntimeError("conversation store is not open")
+        turn = _PendingTurn(
+            conversation_id=conversation_id,
+            question=question,
+            answer=answer.answer,
+            language=answer.language,
+            agent=answer.agent,
+            scenario_json=_scenario_to_json(answer.scenario),
+            at=utc_now(),
+        )
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.put_nowait((turn, done))
+        await done
+
+    async def _write_turns(
+        self, pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[None]] | None]
+    ) -> None:
+        """The single writer: everything queued while the last commit ran goes into the next one."""
+        stopping = False
+        while not stopping:
+            item = await pending.get()
+            batch: list[tuple[_PendingTurn, asyncio.Future[None]]] = []
+            while True:
+                if item is None:
+                    stopping = True
+                else:
+                    batch.append(item)
+                if stopping or pending.empty() or len(batch) >= MAX_TURNS_PER_COMMIT:
+                    break
+                item = pending.get_nowait()
+            if not batch:
+                continue
+            try:
+                await self._commit_turns([t for t, _ in batch])
+            except Exception as exc:
+                log.exception("could not store %d turn(s)", len(batch))
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+            else:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_result(None)
+
+    async def _commit_turns(self, turns: list[_PendingTurn]) -> None:
+        """One transaction: new conversations inserted, known ones updated, all turns appended."""
+        assert self._engine is not None
+        latest: dict[str, _PendingTurn] = {}
+        scenario_of: dict[str, str | None] = {}
+        for t in turns:
+            latest[t.conversation_id] = t
+            if t.scenario_json is not None:
+                scenario_of[t.conversation_id] = t.scenario_json
+        async with self._engine.begin() as conn:
+            known = set(
+                (
+                    await conn.execute(
+                        select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id.in_(list(latest)))
+                    )
+                ).scalars()
+            )
+            new = [
+                {
+                    "id": cid,
+                    "language": t.language,
+                    "scenario_json": scenario_of.get(cid),
+                    "created_at": t.at,
+                    "updated_at": t.at,
+                }
+                for cid, t in latest.items()
+                if cid not in known
+            ]
+            if new:
+                await conn.execute(insert(_CONVERSATIONS), new)
+            for cid in known:  # per id: scenario only when this batch brought one
+                values: dict[str, object] = {"language": latest[cid].language, "updated_at": latest[cid].at}
+                if cid in scenario_of:
+                    values["scenario_json"] = scenario_of[cid]
+                await conn.execute(update(_CONVERSATIONS).where(_CONVERSATIONS.c.id == cid).values(**values))
+            await conn.execute(
+                insert(_TURNS),
+                [
+                    {
+                        "conversation_id": t.conversation_id,
+                        "question": t.question,
+                        "answer": t.answer,
+                        "language": t.language,
+                        "agent": t.agent,
+                        "scenario_json": t.scenario_json,
+                        "created_at": t.at,
+                    }
+                    for t in turns
+                ],
             )
 
     async def delete(self, conversation_id: str) -> bool:

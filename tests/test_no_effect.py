@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tools.estimator import estimate
 from tools.no_effect import NO_EFFECT_FIELDS, load_templates, no_effect_notes, read_prompt_text
 from tools.scenario import Scenario
 
@@ -91,3 +92,18 @@ def test_templates_are_files_with_the_same_keys(language: str) -> None:
 
 def test_unknown_language_falls_back_to_english() -> None:
     assert load_templates("fr") == load_templates("en")
+
+
+def test_estimate_explains_and_ignores_them() -> None:
+    plain = estimate(Scenario(**BASE), plan=False)
+    stated = estimate(
+        Scenario(**BASE, epochs=3, gradient_accumulation_steps=16, learning_rate=1e-4, warmup_steps=10),
+        plan=False,
+    )
+    assert stated.per_gpu.total_bytes == plain.per_gpu.total_bytes  # not silently changed...
+    assert [n.field for n in stated.no_effect] == [  # ...and not silently ignored
+        "epochs",
+        "gradient_accumulation_steps",
+        "learning_rate",
+        "warmup_steps",
+    ]

@@ -18,6 +18,7 @@ from tools.planner import (
     plan,
     step_time_factor,
 )
+from tools.result import Suggestion
 from tools.scenario import Scenario
 
 FULL_FT_ON_4090 = Scenario(
@@ -25,9 +26,8 @@ FULL_FT_ON_4090 = Scenario(
 )
 
 
-def _key(sg) -> tuple[int, int]:
-    fid = int(sg.rationale.split("fidelity rank ")[1].split(" ")[0])
-    return sg.num_gpus, fid
+def _key(base: Scenario, sg: Suggestion) -> tuple[int, int]:
+    return sg.num_gpus, fidelity_rank(base, sg.scenario_changes)
 
 
 def test_suggestions_fit_reproduce_and_are_ordered_by_cost() -> None:
@@ -44,7 +44,7 @@ def test_suggestions_fit_reproduce_and_are_ordered_by_cost() -> None:
         assert sg.num_gpus == (again.scenario.num_gpus or 1)
         budget = again.gpu.memory_bytes * (1 - again.safety_margin)
         assert sg.total_bytes <= budget
-    keys = [_key(sg) for sg in result.suggestions]
+    keys = [_key(base.scenario, sg) for sg in result.suggestions]
     assert keys == sorted(keys)  # fewer GPUs first, then fidelity loss
     assert result.suggestions[0].num_gpus == 1
     # QLoRA is among the single-GPU ways out for an 8B model on a 24 GB card

@@ -60,6 +60,9 @@ def test_ppo_holds_four_models_two_of_them_trained() -> None:
     ]
     assert sum(c.bytes for c in tensors) == e.per_gpu.tensor_peak_bytes
     assert sum(c.bytes for c in e.components) == e.per_gpu.total_bytes
+    # which GPU holds what: said in the notes
+    held = "actor (trainable), critic (trainable), reference (frozen), reward (frozen)"
+    assert any(held in n and "colocated" in n for n in e.notes)
 
 
 def test_ppo_rollout_kv_cache_is_rollout_batch_times_prompt_plus_response() -> None:

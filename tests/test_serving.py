@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tools.estimator import estimate
+from tools.scenario import Scenario
 from tools.serving import VLLM_DEFAULT_BLOCK_SIZE, serving_capacity
 from tools.units import GiB, KiB
 
@@ -104,3 +106,29 @@ def test_bad_inputs_raise(kwargs: dict) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError):
         serving_capacity(**args)
+
+
+def test_estimate_reports_vllm_capacity_for_inference() -> None:
+    e = estimate(Scenario(model="llama-2-7b", task="inference", gpu="a100-80gb", seq_len=4096), plan=False)
+    sv = e.serving
+    assert sv is not None
+    assert sv.gpu_memory_utilization == 0.9  # vLLM default, stated as an assumption
+    assert any(a.field == "gpu_memory_utilization" for a in e.assumptions)
+    assert sv.reserved_bytes == int(e.gpu.memory_bytes * 0.9)
+    assert sv.kv_bytes_per_token == 524_288  # Llama-2-7B: 0.5 MiB per token
+    weights = e.component("weights").bytes
+    assert 0 < sv.kv_cache_bytes < sv.reserved_bytes - weights  # weights, transient and overhead come first
+    assert sv.max_kv_tokens == sv.kv_cache_bytes // (16 * 524_288) * 16
+    assert sv.max_concurrent_sequences == sv.max_kv_tokens // 4096
+    assert sv.max_context_at_batch_1 == sv.max_kv_tokens
+    # fp8 KV halves bytes per token: the same budget holds (about) twice the tokens
+    e8 = estimate(
+        Scenario(model="llama-2-7b", task="inference", gpu="a100-80gb", seq_len=4096, kv_dtype="fp8"),
+        plan=False,
+    )
+    assert e8.serving is not None and e8.serving.kv_bytes_per_token == 262_144
+    assert e8.serving.max_kv_tokens >= 2 * sv.max_kv_tokens - 16
+
+
+def test_training_has_no_serving_figure() -> None:
+    assert estimate(Scenario(model="llama-2-7b", task="lora"), plan=False).serving is None

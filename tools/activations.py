@@ -119,11 +119,11 @@ class GptBlock:
         base = s * b * h * sbh_coeff * scale
         if flash:
             core = cal.FLASH_LSE_BYTES_PER_HEAD * a * s * b / tp
-            formula = f"s*b*h*({coeff_text}) + 4*a*s*b/t (flash: no score matrices)"
+            formula = f"A_layer = s x b x h x ({coeff_text}) + 4 x a x s x b / t (flash: no score matrices)"
             core_text = f"4 x {a} x {s} x {b} / {tp}"
         else:
             core = cal.KORTHIKANTI_SCORES * a * s * s * b * scale / tp
-            formula = f"s*b*h*({coeff_text}) + 5*a*s^2*b/t"
+            formula = f"A_layer = s x b x h x ({coeff_text}) + 5 x a x s^2 x b / t"
             core_text = f"5 x {a} x {s}^2 x {b} / {tp}"
         full = int(base + core)
         subst = f"{s} x {b} x {h} x ({coeff_text}) x {scale:g} + {core_text} = {full:,} B"
@@ -175,7 +175,6 @@ class LlamaBlock:
             norm += (own + (out_copy if mask.attn_in else 0)) * (
                 int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
             )
-            kv_width = a * qk
         else:
             kv_heads = a if (not flash and cal.EAGER_KV_REPEAT) else max(1, arch.kv_heads)
             attn = (
@@ -183,25 +182,30 @@ class LlamaBlock:
                 + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
                 + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
             )
-            kv_width = kv_heads * d
         mlp = self._mlp_per_token(arch, B, mask)
         if flash:
             core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
             core = tok * core_tok / tp
-            core_text = f"4 x a x s x b / t = 4 x {a} x {s} x {b} / {tp}"
         else:  # fp32 softmax output + B-byte probabilities per score element
             per_score = cal.EAGER_SOFTMAX_FP32_BYTES + cal.EAGER_PROBS_SAVED_COPIES * B
             core = per_score * a * s * s * b / tp
-            core_text = f"{per_score} x a x s^2 x b / t = {per_score} x {a} x {s}^2 x {b} / {tp}"
         per_tok = norm / norm_div + (attn + mlp) / tp
         full = int(tok * per_tok + core)
+        # readable: bytes saved per token by the norms, the attention projections and the MLP, then the core
+        norm_tok, attn_tok, mlp_tok = norm / norm_div, attn / tp, mlp / tp
         formula = (
-            "s*b*[norms*h + (B*q + 2*B*kv + (1|2)*B*q + mlp)/t] + core (norms: 4 fp32 + B per saved "
-            "copy; mlp = (3|4)*B*i SwiGLU; MoE: top_k*(mlp_e + 2*B*h) + shared + 4*E; frozen linears save no input)"
+            "A_layer = s x b x (norms + attention + MLP bytes saved per token"
+            + (", attention/MLP split by t" if tp > 1 else "")
+            + ") + attention core"
+            + (
+                " (flash: fp32 log-sum-exp, 4 B x a per token)"
+                if flash
+                else " (eager: softmax scores, a x s^2)"
+            )
         )
         subst = (
-            f"{s} x {b} x [{norm:,}/{norm_div} + ({attn:,} + {int(mlp):,})/{tp}] + ({core_text})"
-            f" = {full:,} B (q width {a * d}, kv width {kv_width})"
+            f"{s:,} x {b} x ({norm_tok:,.0f} norms + {attn_tok:,.0f} attention + {mlp_tok:,.0f} MLP) B"
+            f" + {core:,.0f} B core = {full:,} B"
         )
         return LayerActivations(
             full, int(core), tok * h * residual_bytes // (tp if sp else 1), formula, subst
@@ -245,8 +249,8 @@ class NoRecompute:
         total = in_flight * n_layers * layer.full
         return (
             total,
-            "m_inflight x L_stage x A_layer",
-            f"{in_flight} x {n_layers} x {layer.full:,} B = {total:,} B",
+            "micro-batches in flight x layers x A_layer",
+            f"{in_flight} x {n_layers} layers x {layer.full:,} B = {total:,} B",
         )
 
 
@@ -258,8 +262,8 @@ class SelectiveRecompute:
         total = in_flight * n_layers * kept
         return (
             total,
-            "m_inflight x L_stage x (A_layer - A_core)",
-            f"{in_flight} x {n_layers} x ({layer.full:,} - {layer.core:,}) B = {total:,} B",
+            "micro-batches in flight x layers x (A_layer - attention core)",
+            f"{in_flight} x {n_layers} layers x ({layer.full:,} - {layer.core:,}) B = {total:,} B",
         )
 
 
@@ -271,8 +275,8 @@ class FullRecompute:
         total = in_flight * n_layers * layer.layer_input + live
         return (
             total,
-            "m_inflight x L_stage x s*b*h*B_resid + A_layer (one layer recomputed)",
-            f"{in_flight} x {n_layers} x {layer.layer_input:,} B + {live:,} B = {total:,} B",
+            "micro-batches in flight x layers x layer input (s x b x h x B) + A_layer of the layer being recomputed",
+            f"{in_flight} x {n_layers} layers x {layer.layer_input:,} B + {live:,} B = {total:,} B",
         )
 
 
@@ -314,8 +318,8 @@ def stage_activations(
     total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
     return StageActivations(
         total,
-        f"{formula}; A_layer = {layer.formula}",
-        f"{subst}; A_layer = {layer.substituted}",
+        f"{formula}; {layer.formula}",
+        f"{subst}; per layer: {layer.substituted}",
         block.source,
     )
 
@@ -340,8 +344,12 @@ def inference_transient(
     ) / tp
     scores = 0 if flash else (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp
     total = int(tok * per_tok + scores)
-    formula = "s*b*[(2*B + 4)*h + 3*B*i/t] (+ (4 + 2B)*a*s^2*b/t eager scores)"
-    subst = f"{s} x {b} x [{(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + 3 x {B} x {width_i:,}/{tp}]"
+    formula = "s x b x ((2 x B + 4) x h + 3 x B x i / t)" + (
+        "" if flash else " + (4 + 2 x B) x a x s^2 x b / t (eager scores)"
+    )
+    subst = (
+        f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + 3 x {B} x {width_i:,} / {tp}) B"
+    )
     if scores:
-        subst += f" + {int(scores):,}"
+        subst += f" + {int(scores):,} B"
     return total, formula, subst + f" = {total:,} B"

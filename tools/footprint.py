@@ -130,7 +130,25 @@ class _Builder:
         self, name: str, label: str, source: str, at: dict[str, tuple[int, str, str]], note: str | None = None
     ):
         if any(v[0] > 0 for v in at.values()):
-            self.parts.append(PhasedComponent(name, label, source, at, self.role, note))
+            self.parts.append(PhasedComponent(name, label, cite(source), at, self.role, note))
+
+
+def cite(*sources: str) -> str:
+    """Join source strings naming each reference once ("ZeRO paper sec. 3.1" and "ZeRO (Rajbhandari
+    et al. 2020) sec. 3.1" are the same reference)."""
+    out: list[str] = []
+    for src in sources:
+        for part in src.split("; "):
+            ref = part.strip().replace("ZeRO paper", "ZeRO (Rajbhandari et al. 2020)")
+            if ref and ref not in out:
+                out.append(ref)
+    return "; ".join(out)
+
+
+def _rates(fmt: WeightFormat) -> tuple[str, str]:
+    """(data rate, metadata rate) of a weight format: '0.5 B', '1/64 B + 4/(64*256) B' (NF4)."""
+    data, _, meta = fmt.rate_text().partition(" + ")
+    return data, meta
 
 
 @dataclass(frozen=True)
@@ -308,10 +326,15 @@ def _train(
         trainable_local = round(adapter_local)
         adapter_w = trainable_local * recipe.weight_bytes
         w_total = base_w + adapter_w
+        data_rate = _rates(fmt)[0]
         w_formula = (
-            f"P_base_local in {fmt.name} ({fmt.rate_text()}) + P_adapters_local x {recipe.weight_bytes} B"
+            f"base linear weights x {data_rate} ({fmt.name}) + other base params (embeddings, LM head, "
+            f"norms) x {other_bytes} B + LoRA adapters x {recipe.weight_bytes} B"
         )
-        w_subst = f"{loc.total:,} base params -> {base_w:,} B + {trainable_local:,} x {recipe.weight_bytes} B"
+        w_subst = (
+            f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {other_bytes} B"
+            f" + {trainable_local:,} x {recipe.weight_bytes} B"
+        )
         w_label = f"frozen base ({fmt.name}) + adapters"
     else:
         meta = 0
@@ -340,7 +363,13 @@ def _train(
             "quant_metadata",
             "quantisation scales/absmax",
             fmt.source,
-            _same(all_phases, meta, f"linear params x metadata rate ({fmt.rate_text()})", f"{meta:,} B"),
+            _same(
+                all_phases,
+                meta,
+                f"scales per quantised linear weight: {_rates(fmt)[1]}"
+                + (" / N (ZeRO-3)" if w_div > 1 else ""),
+                f"{loc.linear_local:,} linear weights" + (f" / {N}" if w_div > 1 else "") + f" -> {meta:,} B",
+            ),
         )
 
     frac = trainable_local / spec.params if spec.params else 0.0
@@ -356,7 +385,7 @@ def _train(
         b.add(
             "gradients",
             f"gradients ({recipe.grad_bytes * 8}-bit)",
-            "ZeRO paper sec. 3.1; " + recipe.source,
+            cite("ZeRO (Rajbhandari et al. 2020) sec. 3.1", recipe.source),
             _same(
                 g_phases,
                 grads,
@@ -391,8 +420,13 @@ def _train(
             _same(
                 all_phases,
                 states,
-                f"{opt.state_formula()} (B_state = {recipe.state_bytes}){z}",
-                f"{states_global:,} B x {trainable_local:,}/{spec.params:,} local{zs} = {states:,} B",
+                f"{opt.state_formula()} (B_state = {recipe.state_bytes} B)"
+                + (" x share of the trainable params on this GPU" if trainable_local != spec.params else "")
+                + z,
+                _states_subst(
+                    opt.state_substituted(spec, recipe.state_bytes), trainable_local, spec.params, zs
+                )
+                + f" = {states:,} B",
             ),
             note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
         )
@@ -545,9 +579,19 @@ def _trainable_local(spec: TrainableSpec, pb, loc: _LocalParams, stage: Stage) -
     return round(_trainable_layers_on_stage(spec, pb, stage) * loc.layer_local)
 
 
+def _states_subst(global_text: str, local: int, total: int, shard_text: str) -> str:
+    """'2 x 6,738,415,616 x 4 B' (+ this GPU's share under PP/TP/freeze, + the ZeRO divisor)."""
+    if local != total:
+        global_text = f"({global_text}) x {local:,}/{total:,} on this GPU"
+    return global_text + shard_text
+
+
 def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> str:
     if adapters:
-        return f"{fmt.source}; LoRA adapters per {recipe_source}"
+        extra = "adapters in fp32 (PEFT autocast_adapter_dtype)"
+        if fmt.quantised and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
+            extra = "PEFT prepare_model_for_kbit_training (non-quantised params to fp32); " + extra
+        return cite(fmt.source, extra)
     return recipe_source
 
 
@@ -587,23 +631,28 @@ def _static_weights(
                 _same(phases_meta, meta, "of the layer", f"{meta:,} B"),
             )
         return
-    b.add(
-        "weights",
-        f"weights ({fmt.name})",
-        fmt.source,
-        _same(
-            phases,
-            w,
-            f"P_local in {fmt.name} ({fmt.rate_text()}; embeddings/head/norms {fmt.compute_bytes} B)",
-            f"{loc.total:,} params -> {w:,} B",
-        ),
-    )
+    data_rate, meta_rate = _rates(fmt)
+    if fmt.quantised:
+        w_formula = (
+            f"linear weights x {data_rate} ({fmt.name}) + other params (embeddings, LM head, norms) "
+            f"x {fmt.compute_bytes} B"
+        )
+        w_subst = f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {fmt.compute_bytes} B = {w:,} B"
+    else:
+        w_formula = f"P_local x {data_rate}"
+        w_subst = f"{loc.total:,} x {data_rate} = {w:,} B"
+    b.add("weights", f"weights ({fmt.name})", fmt.source, _same(phases, w, w_formula, w_subst))
     if meta:
         b.add(
             "quant_metadata",
             "quantisation scales/absmax",
             fmt.source,
-            _same(phases, meta, f"linear params x metadata rate ({fmt.rate_text()})", f"{meta:,} B"),
+            _same(
+                phases,
+                meta,
+                f"scales per quantised linear weight: {meta_rate}",
+                f"{loc.linear_local:,} linear weights -> {meta:,} B",
+            ),
         )
 
 

@@ -48,6 +48,9 @@ class AdamW:
     def state_formula(self) -> str:
         return "2 x P_trainable x B_state"
 
+    def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
+        return f"2 x {spec.params:,} x {state_bytes} B"
+
     def step_transient_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         if not self.foreach:
             return 0
@@ -83,6 +86,10 @@ class AdamW8bit:
     def state_formula(self) -> str:
         return "2 x (1 B + 4 B/256) x P_matrices + 8 B x P_small"
 
+    def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
+        big = sum(r * c * n for r, c, n in spec.matrices if r * c >= cal.BNB_OPTIM_MIN_8BIT_SIZE)
+        return f"2 x (1 B + 4 B/256) x {big:,} + 8 B x {spec.params - big:,}"
+
     def step_transient_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         return 0  # fused CUDA kernel updates in place
 
@@ -104,6 +111,9 @@ class Sgd:
     def state_formula(self) -> str:
         return "P_trainable x B_state" if self.momentum else "0"
 
+    def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
+        return f"{spec.params:,} x {state_bytes} B" if self.momentum else "0"
+
     def step_transient_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         return 0
 
@@ -122,6 +132,9 @@ class Lion:
 
     def state_formula(self) -> str:
         return "P_trainable x B_state"
+
+    def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
+        return f"{spec.params:,} x {state_bytes} B"
 
     def step_transient_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         return 0
@@ -144,6 +157,11 @@ class Adafactor:
 
     def state_formula(self) -> str:
         return "sum over matrices (rows + cols) x B_state + P_vectors x B_state"
+
+    def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
+        in_matrices = sum(r * c * n for r, c, n in spec.matrices)
+        factored = sum((r + c) * n for r, c, n in spec.matrices)
+        return f"({factored:,} + {max(0, spec.params - in_matrices):,}) x {state_bytes} B"
 
     def step_transient_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         # per-tensor loop: grad**2 and the update of the largest tensor, in fp32

@@ -39,7 +39,7 @@ from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
 TRAINING_TASKS = frozenset({"full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"})
-FULL_WEIGHT_TASKS = frozenset({"full_finetune", "pretrain", "freeze"})
+FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
 RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
 MAX_GPUS_DEFAULT = 1024
 
@@ -69,6 +69,12 @@ SLOWDOWN_QLORA = 1.3
 
 # Fidelity ranks (see module docstring).
 FIDELITY_FULL, FIDELITY_LORA, FIDELITY_QLORA, FIDELITY_TASK_CHANGE = 0, 1, 2, 3
+FIDELITY_TEXT = {
+    FIDELITY_FULL: "same result as the original job",
+    FIDELITY_LORA: "small trade-off (LoRA adapters / 8-bit weights or KV)",
+    FIDELITY_QLORA: "larger trade-off (4-bit weights)",
+    FIDELITY_TASK_CHANGE: "changes the job (shorter sequences)",
+}
 
 
 class PlanResult(BaseModel):
@@ -614,8 +620,8 @@ def plan(
                     fits=est.fits,
                     num_gpus=n,
                     rationale=(
-                        f"{n} GPU(s); fidelity rank {fid} (0 = same training/serving quality); step time "
-                        f"x{slow:.2f}; {est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
+                        f"{n} GPU(s); {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
+                        f"(estimated); {est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
                     ),
                 ),
             )

@@ -215,6 +215,8 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
 
     # --- parallelism -----------------------------------------------------------------------------
     tp, pp, cp, ep = sc.tp or 1, sc.pp or 1, sc.cp or 1, sc.ep or 1
+    if not training and sc.tp is None and sc.ep is None and (sc.num_gpus or 1) > 1:
+        tp = _default_serving_tp(arch, sc.num_gpus or 1, pp * cp, d)
     _validate_parallel(arch, pb, tp=tp, pp=pp, cp=cp, ep=ep, notes=notes)
     model_parallel = tp * pp * cp
     num_gpus = sc.num_gpus or d.fill("num_gpus", model_parallel, "t x p x c: no data parallelism stated")
@@ -481,6 +483,36 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
         assumptions=d.assumptions,
         notes=notes,
     )
+
+
+def _tp_allowed(arch: Architecture, t: int) -> bool:
+    """TP t splits the attention heads evenly and divides (or replicates) the KV heads (Megatron/vLLM)."""
+    if arch.num_attention_heads % t:
+        return False
+    kv = arch.kv_heads
+    return bool(arch.kv_lora_rank) or kv % t == 0 or t % kv == 0
+
+
+def _default_serving_tp(arch: Architecture, num_gpus: int, other_parallel: int, d: _Defaults) -> int:
+    """Serving on several GPUs with no TP stated: people mean one copy of the model split over the
+    GPUs (vLLM `--tensor-parallel-size N`), not N full copies. The largest t dividing the GPUs left
+    after PP/CP that also suits the heads; GPUs beyond t x p x c serve as data-parallel replicas."""
+    per_replica = num_gpus // other_parallel if num_gpus % other_parallel == 0 else 1
+    t = max(k for k in range(1, per_replica + 1) if per_replica % k == 0 and _tp_allowed(arch, k))
+    if t == 1:
+        reason = (
+            f"no TP size splits the {arch.num_attention_heads} attention heads over {per_replica} GPUs: "
+            f"each of the {num_gpus} GPUs serves a full copy (data-parallel replicas)"
+        )
+    elif t == per_replica:
+        reason = f"serving on {num_gpus} GPUs: one copy split by tensor parallelism (vLLM --tensor-parallel-size {t})"
+    else:
+        reason = (
+            f"{per_replica} does not divide the {arch.num_attention_heads} attention heads: TP={t} is the "
+            f"largest that does (vLLM --tensor-parallel-size {t}); the other GPUs hold replicas"
+        )
+    d.fill("tp", t, reason)
+    return t
 
 
 def _validate_parallel(

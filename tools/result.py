@@ -97,6 +97,9 @@ class Estimate(BaseModel):
     safety_margin: float
     headroom_bytes: int  # usable memory minus total_bytes (negative when it does not fit)
     min_gpus: int | None
+    # the layout of the min_gpus configuration: scenario fields the planner set to get there
+    # ({"num_gpus": 2, "zero_stage": 3}); {} = the job as stated; None = unknown or no fit
+    min_gpus_changes: dict[str, object] | None = None
     suggestions: list[Suggestion] = Field(default_factory=list)
     assumptions: list[Assumption] = Field(default_factory=list)
     no_effect: list[NoEffect] = Field(default_factory=list)

@@ -33,7 +33,8 @@ every process holds every model; OpenRLHF/verl can instead place models on separ
   layer's transient + last-position logits.
 
 Phases (the peak is the largest): `rollout` (actor generating), `score_*` (no-grad forwards of the
-reference / reward / critic over the rollouts, one at a time), `actor_update` / `critic_update` /
+reference / reward / critic over the rollouts, one at a time; the actor's own old-log-prob pass is the
+same size as the reference's -- same architecture -- and is not listed separately), `actor_update` / `critic_update` /
 `policy_update` (the trained model at its own peak phase, the others' persistent state resident).
 
 Defaults this module fills (recorded as assumptions; they could move into tools.resolve):
@@ -410,15 +411,20 @@ def _dpo(rs: ResolvedScenario) -> ModelFootprint:
 def _assemble(
     rs: ResolvedScenario, phases: tuple[str, ...], parts: list[PhasedComponent], main: ModelFootprint
 ) -> ModelFootprint:
-    notes = list(main.notes)
-    notes.append(
-        "RL: every model is colocated on each GPU (TRL default); "
-        + (
-            "reference/reward weights offloaded to CPU between their forwards"
-            if rs.scenario.reference_offload
-            else "frozen models stay resident"
-        )
+    trained = {"actor", "critic", "policy"}
+    roles = list(dict.fromkeys(p.model_role for p in parts if p.model_role))
+    held = ", ".join(f"{r} ({'trainable' if r in trained else 'frozen'})" for r in roles)
+    lora_ref = (
+        " (the reference is the policy with adapters disabled)"
+        if rs.adapters and "reference" in roles
+        else ""
     )
+    where = (
+        "reference/reward weights live in CPU RAM and come to the GPU only for their forward"
+        if rs.scenario.reference_offload
+        else "frozen models stay resident"
+    )
+    notes = [*main.notes, f"RL: every GPU holds {held}{lora_ref} -- colocated, the TRL default; {where}"]
     return ModelFootprint(
         phases=phases, parts=tuple(parts), gpu_role=main.gpu_role, notes=tuple(notes), stage=main.stage
     )

@@ -4,6 +4,7 @@
     python -m benchmarks.accuracy.run --retrace  # re-trace every case (needs the [trace] extra)
     python -m benchmarks.accuracy.run --quick    # re-trace only the first cases, report on those
     python -m benchmarks.accuracy.run --write-summary   # also refresh tools/accuracy_summary.json
+    python -m benchmarks.accuracy.run --write-docs      # also regenerate docs/accuracy.md
 
 Truth: `vramwise trace` (tools/trace) on the real transformers model, fake tensors, 512-byte
 blocks, max over training steps 1 and 2. Estimate: `tools.estimator.estimate(scenario,
@@ -30,6 +31,8 @@ from tools.units import GiB
 HERE = Path(__file__).resolve().parent
 TRACED_JSON = HERE / "traced_cases.json"
 SUMMARY_JSON = HERE.parents[1] / "tools" / "accuracy_summary.json"
+DOCS_MD = HERE.parents[1] / "docs" / "accuracy.md"
+DOCS_INTRO = HERE / "accuracy_intro.md"  # hand-written part of docs/accuracy.md (method, standing)
 UNDERESTIMATE_LIMIT_PCT = 5.0
 TARGETS = {"median": 3.0, "p90": 6.0, "worst": 10.0}  # issue 3, against traced truth
 
@@ -172,12 +175,40 @@ def write_summary(overall: dict[str, Any], held_out: dict[str, Any], generated: 
     SUMMARY_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def write_docs(data: dict[str, Any], rows: list[dict[str, Any]], summaries: list[dict[str, Any]],
+               published_line: str) -> None:
+    """docs/accuracy.md = the hand-written intro + the generated figures and table."""
+    versions = ", ".join(f"{k} {v}" for k, v in data.get("versions", {}).items())
+    parts = [
+        DOCS_INTRO.read_text(encoding="utf-8").rstrip(),
+        "",
+        "## Figures",
+        "",
+        f"Generated {data['generated']} by `python -m benchmarks.accuracy.run --write-docs` from",
+        f"`benchmarks/accuracy/traced_cases.json` (traced with {versions}).",
+        "",
+        *[f"- {format_summary(s)}" for s in summaries],
+        f"- {published_line}",
+        f"- targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
+        f"worst <= {TARGETS['worst']}%",
+        "",
+        "## Every case",
+        "",
+        "Error = (estimate - truth) / truth; negative = underestimate.",
+        "",
+        format_rows(rows),
+        "",
+    ]
+    DOCS_MD.write_text("\n".join(parts), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--retrace", action="store_true", help="re-trace every case (needs the [trace] extra)")
     p.add_argument("--quick", action="store_true", help=f"re-trace only the first {QUICK_IDS} cases")
     p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
     p.add_argument("--write-summary", action="store_true", help="refresh tools/accuracy_summary.json")
+    p.add_argument("--write-docs", action="store_true", help="regenerate docs/accuracy.md (and the summary)")
     args = p.parse_args(argv)
 
     cases = all_cases()
@@ -205,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         print(published_line)
         print(f"targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
               f"worst <= {TARGETS['worst']}%")
-    if args.write_summary and not args.quick:
+    if (args.write_summary or args.write_docs) and not args.quick:
         write_summary(summaries[0], summaries[2], data["generated"])
+    if args.write_docs and not args.quick:
+        write_docs(data, rows, summaries, published_line)
     return 0
 
 

@@ -92,18 +92,26 @@ def _margin(fraction: float) -> str:
     return f"{fraction * 100:.0f}%"
 
 
-def change_text(suggestion: Suggestion, language: str) -> str:
-    """A planner change in the answer's language, from its scenario_changes (zh) or its own text (en)."""
-    if language == "en" or not suggestion.scenario_changes:
+def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
+    """A planner change in the answer's language, composed from its scenario_changes via
+    prompts/<lang>/labels.toml [change] (never by translating the planner's English text); the
+    layout fields (GPU count, TP/PP, ZeRO) read as one phrase (`layout_text`)."""
+    if not suggestion.scenario_changes:
         return suggestion.change
-    table = _labels(language, "change")
-    fields = _labels(language, "field")
+    lang = _lang(language)
+    table = _labels(lang, "change")
+    if not table:
+        return suggestion.change
+    fields = _labels(lang, "field")
     changes = {k: v for k, v in suggestion.scenario_changes.items() if v is not None}
-    skip: set[str] = set()
+    skip: set[str] = set(LAYOUT_FIELDS)
     if "task" in changes:  # the method implies its own quantisation and adapter defaults
         skip |= IMPLIED_BY_TASK
+    if "weight_dtype" in changes:
+        skip |= {"quant_method", "quant_group_size", "double_quant"}
     if changes.get("gradient_checkpointing") is True:
         skip.add("recompute")
+    values = {k: fmt_value(v, lang) for k, v in changes.items()}
     ordered = sorted(changes.items(), key=lambda kv: kv[0] != "task")
     parts: list[str] = []
     for field, value in ordered:
@@ -113,16 +121,121 @@ def change_text(suggestion: Suggestion, language: str) -> str:
         template = table.get(key_value) or table.get(field) or table.get("_default", "${field} = ${value}")
         parts.append(
             Template(str(template)).safe_substitute(
-                field=fields.get(field, field), value=fmt_value(value, language)
+                values, field=fields.get(field, field), value=fmt_value(value, lang)
             )
         )
-    return "，".join(parts)
+    if LAYOUT_FIELDS & set(changes):
+        where = layout_text(changes, base, lang, only_changes=True)
+        if where:
+            parts.append(where)
+    joiner = _tpl(lang, "text", "change_joiner") or " + "
+    return joiner.join(parts) or suggestion.change
 
 
 # Fields a planner change of method (task) sets along with it; the method's own label says them.
 IMPLIED_BY_TASK = frozenset(
     {"weight_dtype", "quant_method", "double_quant", "lora_rank", "lora_targets", "trainable_layers"}
 )
+LAYOUT_FIELDS = frozenset({"num_gpus", "tp", "pp", "cp", "ep", "zero_stage", "sequence_parallel"})
+
+
+def layout_text(changes: dict[str, Any], base: Any, language: str, *, only_changes: bool = False) -> str:
+    """How a job spreads over its GPUs, in words: 'with ZeRO-3 over 2 GPUs (weights, gradients and
+    optimizer states split 2 ways)', 'with tensor parallel TP=2 (one copy split over 2 GPUs)'.
+    `base`: the scenario the changes apply to; `only_changes`: name only the parts the changes set."""
+    lang = _lang(language)
+    table = _labels(lang, "layout")
+
+    def val(name: str, default: Any) -> Any:
+        if changes.get(name) is not None:
+            return changes[name]
+        got = getattr(base, name, None) if base is not None else None
+        return default if got is None else got
+
+    n, tp, pp, cp = (int(val(k, 1)) for k in ("num_gpus", "tp", "pp", "cp"))
+    zero, sp = int(val("zero_stage", 0)), bool(val("sequence_parallel", False))
+    dp = max(1, n // (tp * pp * cp))
+    moved = "num_gpus" in changes
+
+    def shown(*names: str) -> bool:
+        return not only_changes or moved or any(k in changes for k in names)
+
+    if n == 1:
+        return "" if only_changes else str(table.get("single", ""))
+    parts: list[str] = []
+    if tp > 1 and shown("tp", "sequence_parallel"):
+        parts.append(Template(str(table.get("tp_sp" if sp else "tp", ""))).safe_substitute(tp=tp))
+    if pp > 1 and shown("pp"):
+        parts.append(Template(str(table.get("pp", ""))).safe_substitute(pp=pp))
+    if dp > 1 and shown("zero_stage"):
+        parts.append(Template(str(table.get(f"zero{zero}" if zero else "dp", ""))).safe_substitute(dp=dp))
+    parts = [p for p in parts if p]
+    if not parts:
+        return ""
+    if only_changes:  # a suggestion's change: the parts alone ("ZeRO-3 over 8 data-parallel GPUs (...)")
+        return str(table.get("joiner", ", ")).join(parts)
+    return Template(str(table.get("wrap", "${parts}"))).safe_substitute(
+        n=n, parts=str(table.get("joiner", ", ")).join(parts)
+    )
+
+
+def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> str:
+    """What the change costs, in words: '; steps ~33% slower (recompute)', '; small quality loss
+    (4-bit weights)'. Factors and ranks are the planner's (tools.planner cost model)."""
+    if base is None:
+        return ""
+    try:
+        from tools.planner import fidelity_rank, step_time_factor
+    except ImportError:  # pragma: no cover - planner module built separately
+        return ""
+    lang = _lang(language)
+    table = _labels(lang, "tradeoff")
+    changes = suggestion.scenario_changes
+    out: list[str] = []
+    factor = step_time_factor(base, changes)
+    if factor > 1.005:
+        why = [str(table[c]) for c in _slowdown_causes(base, changes) if c in table]
+        key, pct = ("slower_x", f"{factor:.1f}") if factor >= 2 else ("slower", f"{(factor - 1) * 100:.0f}")
+        text = Template(str(table.get(key, ""))).safe_substitute(pct=pct)
+        if why:
+            text += Template(str(table.get("because", ""))).safe_substitute(
+                why=str(table.get("joiner", ", ")).join(why)
+            )
+        out.append(text)
+    rank = fidelity_rank(base, changes)
+    kind = "inference" if getattr(base, "task", None) == "inference" else "training"
+    fidelity = table.get(f"fidelity_{rank}_{kind}") or table.get(f"fidelity_{rank}")
+    if rank and fidelity:
+        out.append(str(fidelity))
+    if not out:
+        return ""
+    return str(table.get("lead", "; ")) + str(table.get("joiner", ", ")).join(out)
+
+
+def _slowdown_causes(base: Any, changes: dict[str, Any]) -> list[str]:
+    """Which changed settings slow a step (names of prompts/<lang>/labels.toml [tradeoff] entries)."""
+    causes = []
+    if changes.get("recompute") == "full" or changes.get("gradient_checkpointing") is True:
+        causes.append("recompute")
+    if changes.get("zero_stage") == 3 and (getattr(base, "zero_stage", 0) or 0) < 3:
+        causes.append("zero3")
+    if changes.get("offload_optimizer") not in (None, "none"):
+        causes.append("offload_optimizer")
+    if changes.get("offload_params") not in (None, "none"):
+        causes.append("offload_params")
+    if (changes.get("tp") or 1) > (getattr(base, "tp", None) or 1):
+        causes.append("tp")
+    if (changes.get("pp") or 1) > (getattr(base, "pp", None) or 1):
+        causes.append("pp")
+    if (changes.get("batch_size") or 10**9) < (getattr(base, "batch_size", None) or 1):
+        causes.append("batch")
+    if changes.get("weight_dtype") == "nf4" and getattr(base, "task", None) != "inference":
+        causes.append("dequant")
+    return causes
+
+
+def gpus_text(n: int, language: str) -> str:
+    return _fill(_lang(language), "text", "gpus_one" if n == 1 else "gpus_many", n=n)
 
 
 def _assumption_reason(field: str, reason: str, language: str) -> str:
@@ -178,7 +291,11 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     if estimate.per_gpu.gpu_role and lang == "en" and num_gpus > 1:
         lines.append(_fill(lang, "text", "gpu_role", role=estimate.per_gpu.gpu_role))
     if estimate.min_gpus is not None:
-        lines.append(_fill(lang, "text", "min_gpus", gpu=estimate.gpu.name, min_gpus=estimate.min_gpus))
+        how = ""
+        if estimate.min_gpus_changes is not None:
+            how = layout_text(estimate.min_gpus_changes, s, lang)
+        key = "min_gpus_how" if how else ("min_gpus_same" if estimate.min_gpus_changes == {} else "min_gpus")
+        lines.append(_fill(lang, "text", key, gpu=estimate.gpu.name, min_gpus=estimate.min_gpus, how=how))
     elif not estimate.fits:
         lines.append(_fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name))
     if estimate.gpu.alias_note and not any(a.field == "gpu" for a in estimate.assumptions):
@@ -234,14 +351,14 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                     "text",
                     "suggestion",
                     n=n,
-                    change=change_text(sug, lang),
+                    change=change_text(sug, lang, s),
                     total=fmt_gib(sug.total_bytes),
                     num_gpus=sug.num_gpus,
+                    gpus=gpus_text(sug.num_gpus, lang),
                     verdict=_tpl(lang, "text", "fits_word" if sug.fits else "no_fit_word"),
+                    tradeoffs=suggestion_tradeoffs(sug, s, lang),
                 )
             )
-            if sug.rationale and _tpl(lang, "text", "suggestion_rationale"):
-                lines.append(_fill(lang, "text", "suggestion_rationale", rationale=sug.rationale))
     no_effect = _no_effect_lines(estimate, lang)
     if no_effect:
         lines += ["", _tpl(lang, "text", "no_effect_title"), *no_effect]

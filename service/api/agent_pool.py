@@ -7,8 +7,10 @@ serving loop only moves bytes. A question is answered whole in a worker (the off
 waits on I/O); its events come back as JSON and are re-streamed, with the text coalesced into
 pieces of up to `TOKEN_PIECE_CHARS` so a long answer is a handful of SSE writes, not dozens.
 
-Workers are forked from a forkserver that has already imported the agent and the estimator, so
-starting them is fast; each builds its own `OfflineAgent` once (the worker's initializer).
+Workers are forked when the app starts, before the store opens its connections (the serving
+process is then single-threaded, so forking is safe); they inherit the imported agent and
+estimator, so starting them takes milliseconds and never re-imports the caller's `__main__`.
+Each builds its own `OfflineAgent` once (the pool's initializer).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from service.agent.events import AgentEvent, Language, TokenEvent
 log = logging.getLogger(__name__)
 
 TOKEN_PIECE_CHARS = 1024
-PRELOAD = ["service.agent.offline", "service.agent.factory", "tools.estimator", "tools.planner"]
 
 _EVENT = TypeAdapter(AgentEvent)
 
@@ -90,8 +91,7 @@ class ProcessPoolAgent:
         self._pool: ProcessPoolExecutor | None = None
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
+        ctx = multiprocessing.get_context("fork")
         return ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=ctx,
@@ -101,6 +101,9 @@ class ProcessPoolAgent:
 
     async def start(self) -> None:
         """Start the workers and wait until each has built its agent (no cold first question)."""
+        import tools.estimator  # noqa: F401 -- imported once here, inherited by the forked workers
+        from service.agent import offline  # noqa: F401
+
         self._pool = self._new_pool()
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))

@@ -26,6 +26,7 @@ from service.agent.events import (
 from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
+from service.api.streaming import ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
 
@@ -62,12 +63,11 @@ def _sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(event=name, data=json.dumps(payload, ensure_ascii=False))
 
 
-async def chat_events(
-    runner: TurnRunner, turn: PreparedTurn, agent_name: str
-) -> AsyncIterator[ServerSentEvent]:
-    yield _sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name})
-    async for ev in runner.run(turn):
-        yield _sse(*event_payload(ev))
+async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
+    """`meta` at once, then the agent's events; those ready together go out in one write."""
+    yield _sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
+    async for batch in ready_batches(runner.run(turn)):
+        yield b"".join(_sse(*event_payload(ev)).encode() for ev in batch)
 
 
 @router.post(

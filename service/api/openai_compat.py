@@ -27,6 +27,7 @@ from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
 from service.api.deps import RunnerDep
 from service.api.errors import ApiError
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
+from service.api.streaming import ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 
 router = APIRouter(tags=["openai-compatible"])
@@ -205,20 +206,24 @@ def _chunk(
 
 async def _chunks(
     runner: TurnRunner, turn: PreparedTurn, completion_id: str, created: int
-) -> AsyncIterator[ServerSentEvent]:
+) -> AsyncIterator[bytes]:
+    """`chat.completion.chunk` events; deltas ready together go out in one write."""
     cid = turn.conversation_id
-    yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None)
+    yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
-    async for ev in runner.run(turn):
-        if isinstance(ev, TokenEvent) and ev.text:
-            streamed = True
-            yield _chunk(completion_id, created, cid, {"content": ev.text}, None)
-        elif isinstance(ev, DoneEvent) and not streamed:
-            yield _chunk(completion_id, created, cid, {"content": ev.answer.answer}, None)
-        elif isinstance(ev, ErrorEvent):
-            yield _chunk(completion_id, created, cid, {"content": ev.message}, None)
-    yield _chunk(completion_id, created, cid, {}, "stop")
-    yield ServerSentEvent(data="[DONE]")
+    async for batch in ready_batches(runner.run(turn)):
+        out: list[bytes] = []
+        for ev in batch:
+            if isinstance(ev, TokenEvent) and ev.text:
+                streamed = True
+                out.append(_chunk(completion_id, created, cid, {"content": ev.text}, None).encode())
+            elif isinstance(ev, DoneEvent) and not streamed:
+                out.append(_chunk(completion_id, created, cid, {"content": ev.answer.answer}, None).encode())
+            elif isinstance(ev, ErrorEvent):
+                out.append(_chunk(completion_id, created, cid, {"content": ev.message}, None).encode())
+        if out:
+            yield b"".join(out)
+    yield _chunk(completion_id, created, cid, {}, "stop").encode() + ServerSentEvent(data="[DONE]").encode()
 
 
 @router.get(

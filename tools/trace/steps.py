@@ -97,8 +97,9 @@ GPU_DIFFERENCES = (
     "(the estimator's total adds them)",
     "the caching allocator rounds to 512 B (counted here) but also caches freed blocks in 2 MiB/20 MiB "
     "segments: max_memory_reserved is typically a few % above this peak",
-    "SDPA on a GPU picks flash / memory-efficient kernels for bf16/fp16 (saves output + fp32 log-sum-exp, "
-    "like the CPU flash kernel traced here); fp32 inputs fall back to the memory-efficient or math kernel",
+    "SDPA: the trace runs the CPU kernel with the memory of the kernel a GPU picks (flash for 16-bit, "
+    "memory-efficient for fp32 without GQA: output + fp32 log-sum-exp; math with materialised scores "
+    "for fp32 with GQA); the FlashAttention-2 package (attn_implementation=flash_attention_2) is not traced",
     "eager attention materialises the same a*s*s scores on CPU and GPU",
 )
 
@@ -245,6 +246,28 @@ def _generate(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker)
     tracker.mark("end")
 
 
+def gpu_sdpa_backend(req: TraceRequest) -> str:
+    """The SDPA kernel a CUDA GPU would run for this request (torch sdp_utils.cpp checks):
+    flash needs fp16/bf16 inputs; the memory-efficient kernel takes fp32 but not `enable_gqa`
+    (which transformers passes for GQA models without a mask: integrations/sdpa_attention.py
+    use_gqa_in_sdpa); anything else runs the math kernel, which materialises the scores."""
+    if req.attention != "sdpa":
+        return "eager"
+    compute_fp32 = _model_dtype(req) == "fp32" and req.recipe != "amp" and req.task != "lora"
+    if not compute_fp32:
+        return "flash"
+    gqa = req.architecture.kv_heads < req.architecture.num_attention_heads
+    return "math" if gqa else "efficient"
+
+
+def _sdpa_backends(gpu_backend: str) -> list[Any]:
+    """CPU kernels with the GPU kernel's memory: the CPU flash kernel saves the output and an fp32
+    log-sum-exp like CUDA flash / memory-efficient attention; math is the same composite on both."""
+    from torch.nn.attention import SDPBackend
+
+    return [SDPBackend.MATH] if gpu_backend == "math" else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+
+
 def _no_padding_skip(original: Any) -> Any:
     """transformers masking_utils._ignore_causal_mask_sdpa reads the padding mask's values to decide
     whether SDPA may use `is_causal` instead of a materialised mask; fake tensors have no values, so
@@ -297,12 +320,16 @@ def trace(req: TraceRequest) -> TraceResult:
 
     from transformers import masking_utils
 
+    from torch.nn.attention import sdpa_kernel
+
+    gpu_backend = gpu_sdpa_backend(req)
     skip = _no_padding_skip(masking_utils._ignore_causal_mask_sdpa)
     packing = _no_packing(masking_utils.find_packed_sequence_indices)
     with (
         fake_mode if fake_mode is not None else nullcontext(),
         mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", skip),
         mock.patch.object(masking_utils, "find_packed_sequence_indices", packing),
+        sdpa_kernel(_sdpa_backends(gpu_backend)),
     ):
         if req.task == "lora":
             model = _apply_lora(model, req)
@@ -314,7 +341,7 @@ def trace(req: TraceRequest) -> TraceResult:
                 _train(model, req, tracker)
     report = tracker.report()
     del model
-    kernels = report.attention_ops
+    kernels = [*report.attention_ops, f"GPU SDPA kernel modelled: {gpu_backend}"]
     return TraceResult(
         request=req,
         report=report,
