@@ -26,7 +26,7 @@ install-test: $(VENV)/.test-installed
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
 	      || echo "chromium could not be installed: the browser test will be skipped"; \
 	  else echo "no /usr/bin/chromium and not root: the browser test will be skipped"; fi; \
 	fi

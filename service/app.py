@@ -2,7 +2,8 @@
 
 No module-level state: the settings, the conversation store, the agent and the turn runner
 live on `app.state` and reach the routers through `Depends` (service/api/deps.py). The
-lifespan opens the store (creating its tables) and closes it.
+lifespan starts the agent's workers (the offline agent's processes, service/api/agent_pool.py),
+opens the store (creating its tables), and on shutdown closes both.
 
 Routers: chat (SSE), openai_compat (/v1/chat/completions, /v1/models), estimate, catalog,
 health, web (the chat page at `/`, static files at `/static`). OpenAPI docs at `/docs`.
@@ -22,6 +23,7 @@ from service.agent.base import Agent
 from service.api import catalog, chat, estimate, health, openai_compat, web
 from service.api.agent_pool import ProcessPoolAgent
 from service.api.agent_thread import ThreadedAgent
+from service.api.docs import install_docs
 from service.api.errors import install_error_handlers
 from service.api.turns import TurnRunner
 from service.settings import Settings
@@ -54,16 +56,18 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        for a in lifecycle:  # worker processes fork first, while the process has no other threads
-            await a.start()
-        await store.open()
-        log.info("vramwise ready: agent=%s", served.name)
         try:
-            yield
+            for a in lifecycle:  # worker processes fork first, while the process has no other threads
+                await a.start()
+            await store.open()
+            log.info("vramwise ready: agent=%s", served.name)
+            try:
+                yield
+            finally:
+                await store.close()
         finally:
             for a in lifecycle:
                 await a.stop()
-            await store.close()
 
     app = FastAPI(
         title="VRAMwise",
@@ -71,6 +75,8 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         description=DESCRIPTION,
         version=_version(),
         lifespan=lifespan,
+        docs_url=None,  # served by install_docs: local Swagger UI when installed (offline)
+        redoc_url=None,  # ReDoc only loads from a CDN
     )
     app.state.settings = settings
     app.state.store = store
@@ -85,6 +91,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     for module in (chat, openai_compat, estimate, catalog, health, web):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
+    install_docs(app)
     return app
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel
-from sqlalchemy import delete, event, insert, select, text, update
+from sqlalchemy import bindparam, delete, event, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import selectinload
@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # concurrent writers wait for the file lock instead of failing
 MAX_TURNS_PER_COMMIT = 256
+SQLITE_POOL_SIZE = 4
+MAX_STATE_TURNS = 20  # turns of history an agent gets with a follow-up
+MAX_STATES_PER_READ = 500
 
 _CONVERSATIONS = ConversationRow.__table__
 _TURNS = TurnRow.__table__
@@ -84,7 +87,8 @@ def _engine_for(url: str) -> AsyncEngine:
     if in_memory:  # one shared connection, or every session would see an empty database
         engine = create_async_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
     else:
-        engine = create_async_engine(url, pool_size=5, max_overflow=20, pool_timeout=60)
+        # a few long-lived connections (each is a thread in aiosqlite): no churn under bursts
+        engine = create_async_engine(url, pool_size=SQLITE_POOL_SIZE, max_overflow=0, pool_timeout=60)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
@@ -110,6 +114,8 @@ class ConversationStore:
         self._sessions: async_sessionmaker | None = None
         self._pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[None]] | None] | None = None
         self._writer: asyncio.Task[None] | None = None
+        self._reads: asyncio.Queue[tuple[str, asyncio.Future[ConversationState | None]] | None] | None = None
+        self._reader: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
         self._engine = _engine_for(self.database_url)
@@ -118,6 +124,8 @@ class ConversationStore:
             await conn.run_sync(Base.metadata.create_all)
         self._pending = asyncio.Queue()
         self._writer = asyncio.create_task(self._write_turns(self._pending), name="conversation-writer")
+        self._reads = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read_states(self._reads), name="conversation-reader")
         log.info("conversation store open: %s", make_url(self.database_url).render_as_string())
 
     async def close(self) -> None:
@@ -125,6 +133,10 @@ class ConversationStore:
             self._pending.put_nowait(None)  # finish what is queued, then stop
             await self._writer
         self._pending = self._writer = None
+        if self._reads is not None and self._reader is not None:
+            self._reads.put_nowait(None)
+            await self._reader
+        self._reads = self._reader = None
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None
@@ -145,26 +157,96 @@ class ConversationStore:
             log.warning("conversation store not reachable: %s", exc)
             return False
 
-    async def exists(self, conversation_id: str) -> bool:
-        async with self._session() as session:
-            return await session.get(ConversationRow, conversation_id) is not None
-
     async def load_state(self, conversation_id: str) -> ConversationState | None:
-        """The agent's view of a stored conversation, or None when the id is unknown."""
-        stored = await self.get(conversation_id)
-        if stored is None:
-            return None
-        turns: list[Turn] = []
-        for t in stored.turns:
-            turns.append(Turn(role="user", content=t.question))
-            turns.append(Turn(role="assistant", content=t.answer))
-        language = stored.language if stored.language in ("en", "zh") else None
-        return ConversationState(
-            conversation_id=conversation_id,
-            language=language,  # type: ignore[arg-type]
-            turns=turns,
-            scenario=stored.scenario,
+        """The agent's view of a stored conversation (its last `MAX_STATE_TURNS` turns and its
+        scenario), or None when the id is unknown. This runs before a follow-up's first event, so
+        reads are grouped like writes: the ids asked for while a read is in flight are fetched
+        together in the next one (one round trip for a burst of follow-ups)."""
+        if self._reads is None:
+            raise RuntimeError("conversation store is not open")
+        found: asyncio.Future[ConversationState | None] = asyncio.get_running_loop().create_future()
+        self._reads.put_nowait((conversation_id, found))
+        return await found
+
+    async def _read_states(
+        self, reads: asyncio.Queue[tuple[str, asyncio.Future[ConversationState | None]] | None]
+    ) -> None:
+        """The reader: everything asked for while the last read ran goes into the next one."""
+        stopping = False
+        while not stopping:
+            batch: list[tuple[str, asyncio.Future[ConversationState | None]]] = []
+            item = await reads.get()
+            while True:
+                if item is None:
+                    stopping = True
+                else:
+                    batch.append(item)
+                if stopping or reads.empty() or len(batch) >= MAX_STATES_PER_READ:
+                    break
+                item = reads.get_nowait()
+            if not batch:
+                continue
+            try:
+                states = await self._fetch_states(sorted({cid for cid, _ in batch}))
+            except Exception as exc:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+            else:
+                for cid, fut in batch:
+                    if not fut.done():
+                        fut.set_result(states.get(cid))
+
+    async def _fetch_states(self, ids: list[str]) -> dict[str, ConversationState]:
+        # the last MAX_STATE_TURNS turns of each conversation: ROW_NUMBER() over each one's turns
+        # (window functions: SQLite >= 3.25, PostgreSQL)
+        ranked = (
+            select(
+                _TURNS.c.id,
+                _TURNS.c.conversation_id,
+                _TURNS.c.question,
+                _TURNS.c.answer,
+                func.row_number()
+                .over(partition_by=_TURNS.c.conversation_id, order_by=_TURNS.c.id.desc())
+                .label("rank"),
+            )
+            .where(_TURNS.c.conversation_id.in_(ids))
+            .subquery()
         )
+        async with self._connect() as conn:
+            heads = (
+                await conn.execute(
+                    select(
+                        _CONVERSATIONS.c.id, _CONVERSATIONS.c.language, _CONVERSATIONS.c.scenario_json
+                    ).where(_CONVERSATIONS.c.id.in_(ids))
+                )
+            ).all()
+            turns = (
+                await conn.execute(
+                    select(ranked.c.conversation_id, ranked.c.question, ranked.c.answer)
+                    .where(ranked.c.rank <= MAX_STATE_TURNS)
+                    .order_by(ranked.c.conversation_id, ranked.c.id)
+                )
+            ).all()
+        states = {
+            h.id: ConversationState(
+                conversation_id=h.id,
+                language=h.language if h.language in ("en", "zh") else None,
+                scenario=_scenario_from_json(h.scenario_json),
+            )
+            for h in heads
+        }
+        for t in turns:
+            state = states.get(t.conversation_id)
+            if state is not None:
+                state.turns.append(Turn(role="user", content=t.question))
+                state.turns.append(Turn(role="assistant", content=t.answer))
+        return states
+
+    def _connect(self):  # type: ignore[no-untyped-def]
+        if self._engine is None:
+            raise RuntimeError("conversation store is not open")
+        return self._engine.connect()
 
     async def get(self, conversation_id: str) -> StoredConversation | None:
         async with self._session() as session:
@@ -278,11 +360,34 @@ class ConversationStore:
             ]
             if new:
                 await conn.execute(insert(_CONVERSATIONS), new)
-            for cid in known:  # per id: scenario only when this batch brought one
-                values: dict[str, object] = {"language": latest[cid].language, "updated_at": latest[cid].at}
-                if cid in scenario_of:
-                    values["scenario_json"] = scenario_of[cid]
-                await conn.execute(update(_CONVERSATIONS).where(_CONVERSATIONS.c.id == cid).values(**values))
+            # known conversations: one executemany each for "with a new scenario" and "without"
+            by_id = _CONVERSATIONS.c.id == bindparam("cid")
+            with_scenario = [
+                {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at, "scn": scenario_of[cid]}
+                for cid in known
+                if cid in scenario_of
+            ]
+            without = [
+                {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at}
+                for cid in known
+                if cid not in scenario_of
+            ]
+            if with_scenario:
+                await conn.execute(
+                    update(_CONVERSATIONS)
+                    .where(by_id)
+                    .values(
+                        language=bindparam("lang"), updated_at=bindparam("at"), scenario_json=bindparam("scn")
+                    ),
+                    with_scenario,
+                )
+            if without:
+                await conn.execute(
+                    update(_CONVERSATIONS)
+                    .where(by_id)
+                    .values(language=bindparam("lang"), updated_at=bindparam("at")),
+                    without,
+                )
             await conn.execute(
                 insert(_TURNS),
                 [

@@ -3,18 +3,21 @@ event order, bad input as 4xx with clear messages, and conversations that surviv
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from tools.estimator import estimate
 
 from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, ErrorEvent, Language, TokenEvent
 from service.app import create_app
 from tests.service_support import GIB, SSEEvent, offline_settings, parse_sse, reset_sse_exit_flag
+from tools.estimator import estimate
 from tools.scenario import Scenario
 
 __all__ = ["reset_sse_exit_flag"]  # autouse fixture
@@ -312,10 +315,14 @@ def test_llm_mode_streams_the_llm_answer_with_the_tools_estimate(db_path: Path) 
 
     stated = {"model": "llama-2-7b", "task": "inference", "gpu": "4090", "batch_size": 1, "seq_len": 4096}
     expected = estimate(Scenario.model_validate(stated))
-    text = f"Llama-2-7B inference at 4096 tokens needs {expected.per_gpu.total_bytes / GIB:.2f} GiB on the card."
+    text = (
+        f"Llama-2-7B inference at 4096 tokens needs {expected.per_gpu.total_bytes / GIB:.2f} GiB on the card."
+    )
     script = [Reply(tool_calls=[("estimate_memory", stated)]), Reply(content=text)]
     with FakeOpenAI(script) as fake:
-        settings = offline_settings(db_path, agent="auto", openai_base_url=fake.base_url, openai_api_key="test")
+        settings = offline_settings(
+            db_path, agent="auto", openai_base_url=fake.base_url, openai_api_key="test"
+        )
         with TestClient(create_app(settings)) as c:
             events = chat(c, {"message": "How much memory for Llama-2-7B inference at 4k context on a 4090?"})
             assert c.get("/healthz").json()["agent"] == "llm"
@@ -327,3 +334,91 @@ def test_llm_mode_streams_the_llm_answer_with_the_tools_estimate(db_path: Path) 
     assert by_name(events, "estimate")[0].data["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes
     assert fake.requests[0]["model"] == settings.llm_model
     assert "estimate_memory" in json.dumps(fake.requests[0]["tools"])
+
+
+# ---- where the offline agent runs ------------------------------------------------------------------------
+def test_offline_agent_on_a_thread_gives_the_same_answer(db_path: Path, tmp_path: Path) -> None:
+    """`agent_processes=0`: the offline agent answers on a background thread instead of processes."""
+    with TestClient(create_app(offline_settings(db_path))) as c:
+        in_workers = by_name(chat(c, {"message": QUESTION}), "done")[0].data
+    with TestClient(create_app(offline_settings(tmp_path / "other.sqlite3", agent_processes=0))) as c:
+        assert type(c.app.state.agent).__name__ == "ThreadedAgent"
+        on_thread = by_name(chat(c, {"message": QUESTION}), "done")[0].data
+    assert on_thread["answer"] == in_workers["answer"]
+    assert on_thread["estimate"] == in_workers["estimate"]
+
+
+def test_a_dead_worker_is_replaced_and_the_question_answered(db_path: Path) -> None:
+    app = create_app(offline_settings(db_path, agent_processes=2))
+    with TestClient(app) as c:
+        pool = app.state.agent
+        before = pool.worker_pids()
+        assert len(before) == 2
+        for pid in before:
+            os.kill(pid, signal.SIGKILL)
+        events = chat(c, {"message": QUESTION})
+        assert [e.event for e in events][-1] == "done"
+        assert set(pool.worker_pids()).isdisjoint(before)
+
+
+# ---- the store: grouped reads and writes keep every turn, in order -----------------------------------------
+async def test_store_groups_concurrent_reads_and_writes(tmp_path: Path) -> None:
+    from service.agent.events import Answer
+    from service.store import MAX_STATE_TURNS, ConversationStore
+
+    store = ConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}")
+    await store.open()
+    try:
+        on_4090 = Scenario(model="llama-2-7b", task="inference", gpu="4090")
+        on_a100 = on_4090.merged(gpu="a100-80gb")
+
+        def answer(text: str, scenario: Scenario | None, language: Language = "en") -> Answer:
+            return Answer(question="q", language=language, scenario=scenario, answer=text)
+
+        # 100 conversations x 3 turns, each round written concurrently (grouped into few commits)
+        for k, (scenario, lang) in enumerate([(on_4090, "en"), (on_a100, "zh"), (None, "en")]):
+            await asyncio.gather(
+                *(
+                    store.append_turn(f"c{i}", f"q{k}", answer(f"a{k}-{i}", scenario, lang))
+                    for i in range(100)
+                )
+            )
+        states = await asyncio.gather(
+            *(store.load_state(f"c{i}") for i in range(100)), store.load_state("nope")
+        )
+        assert states[-1] is None
+        for i, state in enumerate(states[:-1]):
+            assert state is not None and state.conversation_id == f"c{i}"
+            assert [t.content for t in state.turns] == ["q0", f"a0-{i}", "q1", f"a1-{i}", "q2", f"a2-{i}"]
+            assert state.scenario == on_a100  # the last answer without a scenario keeps the previous one
+            assert state.language == "en"
+
+        # a long conversation: the agent gets the last MAX_STATE_TURNS turns, oldest first
+        for k in range(MAX_STATE_TURNS + 5):
+            await store.append_turn("long", f"q{k}", answer(f"a{k}", on_4090))
+        long = await store.load_state("long")
+        assert long is not None
+        assert [t.content for t in long.turns[::2]] == [f"q{k}" for k in range(5, MAX_STATE_TURNS + 5)]
+        stored = await store.get("long")
+        assert stored is not None and len(stored.turns) == MAX_STATE_TURNS + 5
+    finally:
+        await store.close()
+
+
+async def test_ready_batches_group_what_is_ready_and_keep_order() -> None:
+    from service.api.streaming import ready_batches
+
+    async def source() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+        yield 3  # three at once: one batch
+        await asyncio.sleep(0.05)
+        yield 4  # later: a batch of its own
+        await asyncio.sleep(0.05)
+        raise ValueError("source failed")
+
+    batches: list[list[int]] = []
+    with pytest.raises(ValueError, match="source failed"):
+        async for batch in ready_batches(source()):
+            batches.append(batch)
+    assert batches == [[1, 2, 3], [4]]

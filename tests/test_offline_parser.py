@@ -265,7 +265,7 @@ def test_mentions_resolve_in_catalog() -> None:
     """Every normalised model and GPU name of the corpus is one the catalog knows."""
     from tools.catalog import find_gpu, resolve_model
 
-    not_in_catalog = {"4060", "2080"}  # answered with near names (see test_offline_answers)
+    not_in_catalog = {"2080"}  # answered with near names (see test_offline_answers)
     for question, expected in EN_ESTIMATE + ZH_ESTIMATE:
         if "model" in expected:
             assert resolve_model(expected["model"]).spec is not None, question

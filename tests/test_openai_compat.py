@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from tools.estimator import estimate
 
 from service.app import create_app
 from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
+from tools.estimator import estimate
 from tools.scenario import Scenario
 
 __all__ = ["reset_sse_exit_flag"]  # autouse fixture

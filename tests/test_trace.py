@@ -12,12 +12,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-import torch  # noqa: E402
+import torch
 
-from tools.architecture import Architecture  # noqa: E402
-from tools.trace.request import plan_from_scenario  # noqa: E402
-from tools.trace.steps import TraceRequest, trace  # noqa: E402
-from tools.trace.tracker import MemoryTracker, block_bytes  # noqa: E402
+from tools.architecture import Architecture
+from tools.trace.request import plan_from_scenario
+from tools.trace.steps import TraceRequest, trace
+from tools.trace.tracker import MemoryTracker, block_bytes
 
 pytestmark = pytest.mark.trace
 
@@ -71,8 +71,14 @@ def test_fake_peak_equals_real_cpu_peak_byte_for_byte(case: dict) -> None:
 def test_breakdown_matches_hand_computed_states_in_fp32_training() -> None:
     # checkpointing on and a long step: the peak is in step 2 with every state resident
     res = trace(
-        TraceRequest(architecture=TINY, task="full_finetune", recipe="fp32", batch_size=1, seq_len=16,
-                     gradient_checkpointing=True)
+        TraceRequest(
+            architecture=TINY,
+            task="full_finetune",
+            recipe="fp32",
+            batch_size=1,
+            seq_len=16,
+            gradient_checkpointing=True,
+        )
     ).report
     params = sum(block_bytes(4 * n) for n in _param_numels(TINY))
     # rotary inv_freq and original_inv_freq buffers (head_dim/2 fp32 each) count with the parameters
@@ -85,12 +91,16 @@ def test_breakdown_matches_hand_computed_states_in_fp32_training() -> None:
 
 
 def test_amp_keeps_bf16_weight_copies_and_kv_cache_is_exact() -> None:
-    amp = trace(TraceRequest(architecture=TINY, task="full_finetune", recipe="amp", batch_size=2, seq_len=64)).report
+    amp = trace(
+        TraceRequest(architecture=TINY, task="full_finetune", recipe="amp", batch_size=2, seq_len=64)
+    ).report
     linear_bf16 = sum(block_bytes(2 * n) for n in _param_numels(TINY) if n > TINY.hidden_size)
     assert 0 < amp.breakdown["autocast_weight_copies"] <= linear_bf16
 
     b, s, new = 2, 40, 0
-    inf = trace(TraceRequest(architecture=TINY, task="inference", batch_size=b, seq_len=s, max_new_tokens=new))
+    inf = trace(
+        TraceRequest(architecture=TINY, task="inference", batch_size=b, seq_len=s, max_new_tokens=new)
+    )
     kv_per_tensor = block_bytes(b * TINY.kv_heads * s * TINY.d_head * 2)  # bf16 keys or values of one layer
     assert inf.report.breakdown["kv_cache"] == 2 * TINY.num_hidden_layers * kv_per_tensor
     assert any("scaled_dot_product" in k for k in inf.kernels)
@@ -134,3 +144,44 @@ def test_cli_trace_json_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_text(json.dumps({**scenario, "task": "qlora"}))
     assert main(["trace", "--scenario", str(path)]) == 2
     assert "qlora cannot be traced" in capsys.readouterr().err
+
+
+def test_sdpa_kernel_follows_the_gpu_choice() -> None:
+    # fp32 + GQA: CUDA has no flash kernel for fp32 and no enable_gqa in the memory-efficient one -> math
+    fp32 = trace(TraceRequest(architecture=TINY, task="full_finetune", recipe="fp32", seq_len=32, steps=1))
+    assert "GPU SDPA kernel modelled: math" in fp32.kernels
+    assert not any("flash_attention" in k for k in fp32.kernels)
+    bf16 = trace(TraceRequest(architecture=TINY, task="full_finetune", recipe="bf16", seq_len=32, steps=1))
+    assert "GPU SDPA kernel modelled: flash" in bf16.kernels
+    assert any("_scaled_dot_product_flash_attention_for_cpu" in k for k in bf16.kernels)
+    mha = TINY.model_copy(update={"num_key_value_heads": 4})
+    eff = trace(TraceRequest(architecture=mha, task="full_finetune", recipe="fp32", seq_len=32, steps=1))
+    assert "GPU SDPA kernel modelled: efficient" in eff.kernels
+    assert any("_scaled_dot_product_flash_attention_for_cpu" in k for k in eff.kernels)  # same memory
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "llama-3-70b",
+        "qwen2.5-7b",
+        "gemma-2-2b",
+        "mixtral-8x7b",
+        "qwen3-30b-a3b",
+        "gpt2",
+        "phi-3-mini",
+        "deepseek-v2-lite",
+    ],
+)
+def test_built_model_has_the_catalog_parameter_count_exactly(model: str) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tools.catalog.models import find_model
+    from tools.trace.build import build_model
+    from tools.trace.request import CATALOG_FAMILIES
+
+    spec = find_model(model)
+    built = build_model(
+        spec.architecture, "bf16", "eager", FakeTensorMode(), CATALOG_FAMILIES.get(spec.family)
+    )
+    assert sum(p.numel() for p in built.parameters()) == spec.params

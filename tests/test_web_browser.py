@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tools.estimator import estimate
 
 from service.app import create_app
 from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
+from tools.estimator import estimate
 from tools.scenario import Scenario
 
 __all__ = ["reset_sse_exit_flag"]  # autouse fixture
@@ -156,3 +156,18 @@ def test_chinese_ui_follow_up_and_reload(page, base_url: str) -> None:  # type: 
     page.click("#new-conversation")
     assert page.locator(".turn").count() == 0 and page.locator("#history li").count() == 0
     assert page.errors == []
+
+
+def test_api_docs_render_offline(page, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    from service.api.docs import local_swagger_ui
+
+    if local_swagger_ui() is None:
+        pytest.skip("swagger-ui-bundle-v2 is not installed: /docs falls back to the CDN")
+    external: list[str] = []
+    page.on("request", lambda req: external.append(req.url) if not req.url.startswith(base_url) else None)
+    page.goto(base_url + "/docs")
+    page.wait_for_selector(".opblock", timeout=15_000)
+    paths = page.locator(".opblock-summary-path").all_text_contents()
+    for path in ("/v1/chat", "/v1/chat/completions", "/v1/estimate", "/v1/models", "/v1/gpus", "/healthz"):
+        assert path in paths, paths
+    assert [u for u in external if not u.startswith("data:")] == []

@@ -53,6 +53,6 @@ def accuracy_note(language: str = "en") -> str:
             f"（中位数 {b.median_abs_error_pct:.1f}%，最差 {b.worst_abs_error_pct:.1f}%）。"
         )
     return (
-        f"Tensor-peak estimates are typically within {b.typical_pct}% of measured "
+        f"Tensor-peak estimates are typically within {b.typical_pct}% of the measured (traced) peak "
         f"(median {b.median_abs_error_pct:.1f}%, worst {b.worst_abs_error_pct:.1f}% over {b.cases} traced cases)."
     )

@@ -17,11 +17,17 @@ class ScenarioError(ValueError):
         *,
         accepted: str | None = None,
         suggestions: list[str] | None = None,
+        code: str | None = None,
+        values: dict[str, object] | None = None,
     ) -> None:
         self.field = field
         self.message = message
         self.accepted = accepted
         self.suggestions = list(suggestions or [])
+        # stable id of the error kind ("unknown_model", "tp_heads", ...) and the figures in its message,
+        # so channels can say it in the user's language (prompts/<lang>/answer.toml [error_code])
+        self.code = code
+        self.values = dict(values or {})
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -38,5 +44,7 @@ class ScenarioError(ValueError):
             "message": self.message,
             "accepted": self.accepted,
             "suggestions": self.suggestions,
+            "code": self.code,
+            "values": self.values,
             "error": self.render(),
         }

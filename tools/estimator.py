@@ -139,13 +139,16 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
         rs.model.arch, b=1, s=profile_tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=lay.tp
     )
     non_kv = static + transient + sum(c.bytes for c in overhead if c.name != "allocator_slack")
-    return serving_capacity(
+    cap = serving_capacity(
         gpu_memory_bytes=rs.gpu.memory_bytes,
         gpu_memory_utilization=rs.gpu_memory_utilization,
         non_kv_bytes=non_kv,
         kv_bytes_per_token=per_token,
         seq_len=rs.seq,
     )
+    # one sequence cannot be longer than the model's context window (vLLM max_model_len defaults to
+    # max_position_embeddings), however many KV tokens fit: said beside the KV-room figure
+    return cap.model_copy(update={"max_model_len": rs.model.arch.max_position_embeddings})
 
 
 def _no_effect(scenario: Scenario) -> list:

@@ -38,7 +38,7 @@ def _cdiv(a: int, b: int) -> int:
 class AdamW:
     name: str = "adamw"
     label: str = "AdamW m and v"
-    source: str = "Loshchilov & Hutter 2019; torch.optim.AdamW exp_avg + exp_avg_sq (ZeRO paper sec. 3.1)"
+    source: str = "Loshchilov & Hutter 2019; torch.optim.AdamW exp_avg + exp_avg_sq; ZeRO (Rajbhandari et al. 2020) sec. 3.1"
     foreach: bool = True  # HF Trainer 'adamw_torch' = torch.optim.AdamW, foreach on CUDA by default
     paged: bool = False
 

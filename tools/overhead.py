@@ -36,7 +36,12 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             bytes=slack,
             kind="overhead",
             formula=f"min({cal.ALLOCATOR_SLACK_FRACTION} x tensor peak, {cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB)",
-            substituted=f"{cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B = {slack:,} B",
+            substituted=(
+                f"{cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B = {slack:,} B"
+                if slack < cal.ALLOCATOR_SLACK_MAX_BYTES
+                else f"min({cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B, "
+                f"{cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB) = {slack:,} B (the cap)"
+            ),
             source="PyTorch caching allocator (reserved - allocated); calibration.ALLOCATOR_SLACK_FRACTION",
             label="allocator slack",
             model_role=None,

@@ -171,7 +171,7 @@ class GroupwiseIntFormat:
         return data, meta
 
     def rate_text(self) -> str:
-        text = f"{self.bits}/8 B + (2 + {self.bits}/8)/{self.group} B"
+        text = f"{self.bits / 8:g} B + (2 + {self.bits / 8:g}) B/{self.group}"
         return text + (" + 4 B per input feature (g_idx)" if self.g_idx else "")
 
 

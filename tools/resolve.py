@@ -79,6 +79,7 @@ class ModelRef:
     name: str
     arch: Architecture
     params: ParamBreakdown
+    checkpoint_dtype: str | None = None  # catalog: the official checkpoint's dtype when not 16-bit
 
 
 @dataclass
@@ -124,7 +125,9 @@ def _catalog_model(name: str) -> tuple[ModelRef, str | None]:
     spec = resolved.spec
     mid = spec.id if spec else name
     display = spec.name if spec else name
-    return ModelRef(mid, display, resolved.architecture, _breakdown(resolved.architecture)), resolved.assumed
+    native = spec.checkpoint_dtype if spec and not resolved.assumed else None
+    ref = ModelRef(mid, display, resolved.architecture, _breakdown(resolved.architecture), native)
+    return ref, resolved.assumed
 
 
 def _breakdown(arch: Architecture) -> ParamBreakdown:
@@ -225,6 +228,8 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
             "num_gpus",
             f"{num_gpus} GPUs cannot be split into tp x pp x cp = {tp} x {pp} x {cp} = {model_parallel}",
             accepted=f"a multiple of {model_parallel}",
+            code="num_gpus_split",
+            values={"num_gpus": num_gpus, "tp": tp, "pp": pp, "cp": cp, "model_parallel": model_parallel},
         )
     dp = num_gpus // model_parallel
     if ep > 1 and dp * tp % ep:
@@ -237,6 +242,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
                 "zero_stage",
                 "ZeRO shards training states (gradients, optimizer); it does not apply to inference",
                 accepted="0 or unset for inference; use tp/pp to split a model for serving",
+                code="zero_inference",
             )
         if sc.offload_optimizer not in (None, "none"):
             raise ScenarioError("offload_optimizer", "there is no optimizer in inference", accepted="none")
@@ -276,6 +282,8 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
             "batch_size",
             f"batch_size x seq_len = {batch * seq:,} tokens in one micro-batch is beyond any GPU",
             accepted=f"batch_size x seq_len up to {MAX_TOKENS_PER_MICROBATCH:,}",
+            code="tokens_too_many",
+            values={"tokens": f"{batch * seq:,}", "limit": f"{MAX_TOKENS_PER_MICROBATCH:,}"},
         )
     if seq > arch.max_position_embeddings:
         notes.append(
@@ -294,6 +302,13 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     if weight_dtype is None:
         if task == "qlora":
             weight_dtype = d.fill("weight_dtype", "nf4", "QLoRA stores the frozen base in 4-bit NF4")
+        elif not training and ref.checkpoint_dtype:
+            weight_dtype = d.fill(
+                "weight_dtype",
+                ref.checkpoint_dtype,
+                f"{ref.name}'s official checkpoint is {ref.checkpoint_dtype.upper()}: vLLM/SGLang serve it as "
+                "shipped (say bf16 for an upcast copy)",
+            )
         elif gpu.bf16:
             weight_dtype = d.fill("weight_dtype", "bf16", "16-bit weights, bf16 on this card")
         else:
@@ -303,12 +318,16 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
             "weight_dtype",
             f"QLoRA needs a 4-bit base, got {weight_dtype}",
             accepted="nf4 or int4 (bnb FP4) for qlora; use task=lora for a 16-bit base",
+            code="qlora_dtype",
+            values={"weight_dtype": weight_dtype},
         )
     if task in ("full_finetune", "pretrain", "freeze") and weight_dtype in QUANTISED_DTYPES:
         raise ScenarioError(
             "weight_dtype",
             f"{weight_dtype} weights cannot be trained directly ({task})",
             accepted="fp32, bf16 or fp16 for full/freeze training; use qlora for a 4-bit frozen base",
+            code="train_quantised",
+            values={"weight_dtype": weight_dtype, "task": task},
         )
     if "fp8" in (weight_dtype, sc.kv_dtype) and not gpu.fp8:
         notes.append(
@@ -525,6 +544,8 @@ def _validate_parallel(
             "tp",
             f"tp={tp} does not divide the {heads} attention heads",
             accepted="a divisor of the attention heads: " + ", ".join(map(str, divisors)),
+            code="tp_heads",
+            values={"tp": tp, "heads": heads, "divisors": ", ".join(map(str, divisors))},
         )
     if not arch.kv_lora_rank:
         if kv % tp and tp % kv:
@@ -532,6 +553,8 @@ def _validate_parallel(
                 "tp",
                 f"tp={tp} neither divides nor is a multiple of the {kv} KV heads",
                 accepted=f"a divisor or multiple of {kv}",
+                code="tp_kv_heads",
+                values={"tp": tp, "kv_heads": kv},
             )
         if tp > kv:
             notes.append(
@@ -542,6 +565,8 @@ def _validate_parallel(
             "pp",
             f"pp={pp} is larger than the {arch.num_hidden_layers} layers",
             accepted=f"1..{arch.num_hidden_layers}",
+            code="pp_layers",
+            values={"pp": pp, "layers": arch.num_hidden_layers},
         )
     if ep > 1:
         if not arch.is_moe:
@@ -570,6 +595,8 @@ def _trainable(
             fld,
             f"LoRA settings do not apply to task={task}",
             accepted="lora_rank / lora_targets / dora with task lora or qlora (or an RL task with LoRA)",
+            code="lora_task",
+            values={"task": task},
         )
     if sc.trainable_layers is not None and task != "freeze":
         raise ScenarioError("trainable_layers", f"does not apply to task={task}", accepted="task=freeze")

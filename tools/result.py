@@ -85,7 +85,8 @@ class ServingCapacity(BaseModel):
     kv_bytes_per_token: int
     max_kv_tokens: int
     max_concurrent_sequences: int  # at the scenario's seq_len
-    max_context_at_batch_1: int
+    max_context_at_batch_1: int  # KV room for one sequence (may exceed the model's context window)
+    max_model_len: int | None = None  # the model's context window (max_position_embeddings)
 
 
 class Estimate(BaseModel):

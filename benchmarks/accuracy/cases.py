@@ -106,7 +106,9 @@ class Case:
     scenario: dict[str, Any]
 
 
-def _scenario(model: str, task: str, recipe: str, batch: int, seq: int, gc: bool, extra: dict) -> dict[str, Any]:
+def _scenario(
+    model: str, task: str, recipe: str, batch: int, seq: int, gc: bool, extra: dict
+) -> dict[str, Any]:
     s: dict[str, Any] = {
         "model": model,
         "task": task,

@@ -67,8 +67,10 @@ def retrace(cases: list[Case], path: Path = TRACED_JSON) -> dict[str, Any]:
     for n, case in enumerate(cases, 1):
         rec = trace_case(case)
         records.append(rec)
-        print(f"[{n}/{len(cases)}] {case.id}: {rec['truth_bytes'] / GiB:.2f} GiB ({rec['trace_seconds']} s)",
-              file=sys.stderr)
+        print(
+            f"[{n}/{len(cases)}] {case.id}: {rec['truth_bytes'] / GiB:.2f} GiB ({rec['trace_seconds']} s)",
+            file=sys.stderr,
+        )
     data = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "command": "python -m benchmarks.accuracy.run --retrace",
@@ -94,8 +96,14 @@ def _estimate_bytes(scenario: dict[str, Any]) -> int:
 def compare(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for rec in records:
-        row = {"id": rec["id"], "split": rec["split"], "truth_bytes": rec["truth_bytes"], "estimate_bytes": None,
-               "error_pct": None, "error": None}
+        row = {
+            "id": rec["id"],
+            "split": rec["split"],
+            "truth_bytes": rec["truth_bytes"],
+            "estimate_bytes": None,
+            "error_pct": None,
+            "error": None,
+        }
         try:
             row["estimate_bytes"] = _estimate_bytes(rec["scenario"])
             row["error_pct"] = (row["estimate_bytes"] - rec["truth_bytes"]) / rec["truth_bytes"] * 100.0
@@ -120,7 +128,9 @@ def summarize(rows: list[dict[str, Any]], scope: str) -> dict[str, Any]:
         "not_estimable": len(rows) - len(scored),
         "median_abs_error_pct": round(statistics.median(errors), 2) if errors else None,
         "p90_abs_error_pct": round(_nearest_rank(errors, 0.9), 2) if errors else None,
-        "mean_signed_error_pct": round(statistics.fmean(r["error_pct"] for r in scored), 2) if scored else None,
+        "mean_signed_error_pct": round(statistics.fmean(r["error_pct"] for r in scored), 2)
+        if scored
+        else None,
         "worst_case": worst["id"] if worst else None,
         "worst_error_pct": round(worst["error_pct"], 2) if worst else None,
         "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
@@ -128,7 +138,7 @@ def summarize(rows: list[dict[str, Any]], scope: str) -> dict[str, Any]:
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
-    head = f"| case | split | truth GiB | estimate GiB | error |\n|---|---|---:|---:|---:|"
+    head = "| case | split | truth GiB | estimate GiB | error |\n|---|---|---:|---:|---:|"
     lines = [head]
     for r in rows:
         est = "-" if r["estimate_bytes"] is None else f"{r['estimate_bytes'] / GiB:.2f}"
@@ -175,8 +185,26 @@ def write_summary(overall: dict[str, Any], held_out: dict[str, Any], generated: 
     SUMMARY_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def write_docs(data: dict[str, Any], rows: list[dict[str, Any]], summaries: list[dict[str, Any]],
-               published_line: str) -> None:
+def proposed_summaries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same comparison with benchmarks/accuracy/calibrate.PROPOSED constants patched in memory."""
+    from benchmarks.accuracy.calibrate import proposed_constants
+
+    with proposed_constants():
+        rows = compare(records)
+    return [
+        summarize([r for r in rows if r["split"] == "calibration"], "calibration split"),
+        summarize([r for r in rows if r["split"] == "held_out"], "held-out split"),
+        summarize(rows, "all traced cases"),
+    ]
+
+
+def write_docs(
+    data: dict[str, Any],
+    rows: list[dict[str, Any]],
+    summaries: list[dict[str, Any]],
+    published_line: str,
+    proposed: list[dict[str, Any]],
+) -> None:
     """docs/accuracy.md = the hand-written intro + the generated figures and table."""
     versions = ", ".join(f"{k} {v}" for k, v in data.get("versions", {}).items())
     parts = [
@@ -191,6 +219,12 @@ def write_docs(data: dict[str, Any], rows: list[dict[str, Any]], summaries: list
         f"- {published_line}",
         f"- targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
         f"worst <= {TARGETS['worst']}%",
+        "",
+        "With the constants the calibration split's traces support (`benchmarks/accuracy/calibrate.py`",
+        "`PROPOSED`, applied in memory by `python -m benchmarks.accuracy.run --proposed`; not yet in",
+        "`tools/calibration.py`):",
+        "",
+        *[f"- {format_summary(s)}" for s in proposed],
         "",
         "## Every case",
         "",
@@ -209,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
     p.add_argument("--write-summary", action="store_true", help="refresh tools/accuracy_summary.json")
     p.add_argument("--write-docs", action="store_true", help="regenerate docs/accuracy.md (and the summary)")
+    p.add_argument(
+        "--proposed", action="store_true", help="also report with calibrate.PROPOSED constants (in memory)"
+    )
     args = p.parse_args(argv)
 
     cases = all_cases()
@@ -226,20 +263,28 @@ def main(argv: list[str] | None = None) -> int:
         summarize([r for r in rows if r["split"] == "held_out"], "held-out split"),
     ]
     published_line, published = published_summary()
+    proposed: list[dict[str, Any]] = []
+    if args.proposed or args.write_docs:
+        proposed = proposed_summaries(data["cases"])
     if args.json:
-        print(json.dumps({"rows": rows, "summary": summaries, "published": published}, indent=2))
+        out = {"rows": rows, "summary": summaries, "published": published, "proposed": proposed}
+        print(json.dumps(out, indent=2))
     else:
         print(format_rows(rows))
         print()
         for s in summaries:
             print(format_summary(s))
         print(published_line)
-        print(f"targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
-              f"worst <= {TARGETS['worst']}%")
+        for s in proposed:
+            print("with calibrate.PROPOSED constants: " + format_summary(s))
+        print(
+            f"targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
+            f"worst <= {TARGETS['worst']}%"
+        )
     if (args.write_summary or args.write_docs) and not args.quick:
         write_summary(summaries[0], summaries[2], data["generated"])
     if args.write_docs and not args.quick:
-        write_docs(data, rows, summaries, published_line)
+        write_docs(data, rows, summaries, published_line, proposed)
     return 0
 
 

@@ -124,6 +124,11 @@ def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
                 values, field=fields.get(field, field), value=fmt_value(value, lang)
             )
         )
+    n = changes.get("num_gpus")
+    if n is not None and n != (getattr(base, "num_gpus", None) or 1):
+        parts.append(
+            Template(str(table.get("num_gpus.1" if n == 1 else "num_gpus", ""))).safe_substitute(value=n)
+        )
     if LAYOUT_FIELDS & set(changes):
         where = layout_text(changes, base, lang, only_changes=True)
         if where:
@@ -238,11 +243,11 @@ def gpus_text(n: int, language: str) -> str:
     return _fill(_lang(language), "text", "gpus_one" if n == 1 else "gpus_many", n=n)
 
 
-def _assumption_reason(field: str, reason: str, language: str) -> str:
+def _assumption_reason(field: str, reason: str, language: str, value: Any = None) -> str:
     if language == "en":
         return reason
     reasons = _labels(language, "assumption_reason")
-    return str(reasons.get(field) or reasons.get("_default", ""))
+    return str(reasons.get(f"{field}.{value}") or reasons.get(field) or reasons.get("_default", ""))
 
 
 def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
@@ -390,6 +395,8 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                 max_context=f"{sv.max_context_at_batch_1:,}",
             ),
         ]
+        if sv.max_model_len and sv.max_context_at_batch_1 > sv.max_model_len:
+            lines.append(_fill(lang, "text", "serving_model_len", max_model_len=f"{sv.max_model_len:,}"))
     if estimate.assumptions:
         lines += ["", _tpl(lang, "text", "assumptions_title")]
         fields = _labels(lang, "field")
@@ -401,7 +408,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                     "assumption",
                     field=fields.get(a.field, a.field),
                     value=fmt_value(a.value, lang),
-                    reason=_assumption_reason(a.field, a.reason, lang),
+                    reason=_assumption_reason(a.field, a.reason, lang, a.value),
                 )
             )
     if estimate.notes and _tpl(lang, "text", "notes_title") and lang == "en":
@@ -456,13 +463,24 @@ def render_error(error: ScenarioError | dict[str, Any], language: str) -> str:
         return _tpl(lang, "error", "missing_model")
     fields = _labels(lang, "field")
     message = str(data.get("message") or data.get("error") or "")
-    label = fields.get(field, field)
-    parts = [_fill(lang, "error", "title", message=f"{label}: {message}" if field else message)]
+    accepted = data.get("accepted")
+    code = data.get("code")
+    with_field = bool(field)
+    if code and lang != "en":  # the estimator's English message, said in the user's language
+        table = load_toml(lang, "answer.toml").get("error_code", {})
+        values = {k: str(v) for k, v in dict(data.get("values") or {}).items()}
+        if code in table:
+            message = Template(str(table[code])).safe_substitute(values)
+            accepted = Template(str(table.get(f"{code}_accepted", ""))).safe_substitute(values) or None
+            with_field = with_field and not str(code).startswith(("unknown_", "tp_", "pp_"))
+    if with_field:
+        message = _fill(lang, "error", "field_message", field=fields.get(field, field), message=message)
+    parts = [_fill(lang, "error", "title", message=message)]
     suggestions = data.get("suggestions") or []
     if suggestions:
         parts.append(_fill(lang, "error", "suggestions", suggestions=", ".join(map(str, suggestions))))
-    if data.get("accepted"):
-        parts.append(_fill(lang, "error", "accepted", accepted=data["accepted"]))
+    if accepted:
+        parts.append(_fill(lang, "error", "accepted", accepted=accepted))
     return " ".join(parts)
 
 

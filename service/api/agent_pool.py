@@ -16,9 +16,13 @@ Each builds its own `OfflineAgent` once (the pool's initializer).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,6 +36,7 @@ from service.agent.events import AgentEvent, Language, TokenEvent
 log = logging.getLogger(__name__)
 
 TOKEN_PIECE_CHARS = 1024
+PR_SET_PDEATHSIG = 1  # linux/prctl.h: signal sent to this process when its parent dies
 
 _EVENT = TypeAdapter(AgentEvent)
 
@@ -44,8 +49,22 @@ def _init_worker(settings_data: dict[str, Any]) -> None:
     from service.agent.factory import build_agent
     from service.settings import Settings
 
+    _detach_from_server_signals()
+
     _worker["agent"] = build_agent(Settings(**settings_data), force_offline=True)
     _worker["loop"] = asyncio.new_event_loop()
+
+
+def _detach_from_server_signals() -> None:
+    """A forked worker inherits the server's signal handlers (uvicorn turns SIGTERM into "please
+    exit", which a worker would ignore). Back to the defaults: SIGTERM ends the worker, Ctrl-C is
+    left to the server (which shuts the pool down); on Linux the worker also dies with the server."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _answer(question: str, state_json: str, language: Language | None) -> list[str]:
@@ -108,6 +127,11 @@ class ProcessPoolAgent:
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))
 
+    def worker_pids(self) -> list[int]:
+        """The worker processes now serving (diagnostics, tests)."""
+        processes = getattr(self._pool, "_processes", None) or {}
+        return sorted(processes)
+
     async def stop(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -116,14 +140,29 @@ class ProcessPoolAgent:
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        if self._pool is None:
-            self._pool = self._new_pool()
-        loop = asyncio.get_running_loop()
-        try:
-            raw = await loop.run_in_executor(self._pool, _answer, question, state.model_dump_json(), language)
-        except BrokenProcessPool:
-            log.error("an offline agent worker died; starting a new pool")
-            self._pool = self._new_pool()
-            raise
+        raw = await self._answer(question, state.model_dump_json(), language)
         for ev in coalesce_tokens([_EVENT.validate_json(r) for r in raw]):
             yield ev
+
+    async def _answer(self, question: str, state_json: str, language: Language | None) -> list[str]:
+        """Run in a worker; if the pool broke (a worker died), start a new one and ask once more:
+        the offline agent is deterministic and has no side effects, so a retry is safe."""
+        loop = asyncio.get_running_loop()
+        for attempt in (1, 2):
+            pool = self._pool or self._replace_pool(None)
+            try:
+                return await loop.run_in_executor(pool, _answer, question, state_json, language)
+            except BrokenProcessPool:
+                log.error("an offline agent worker died (attempt %d); starting a new pool", attempt)
+                self._replace_pool(pool)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _replace_pool(self, broken: ProcessPoolExecutor | None) -> ProcessPoolExecutor:
+        """A fresh pool, made once however many streams saw the same broken one."""
+        if self._pool is None or self._pool is broken:
+            if broken is not None:
+                broken.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._new_pool()
+        return self._pool

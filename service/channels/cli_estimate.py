@@ -118,7 +118,15 @@ def render_table(est: Any) -> str:
         f"{fmt_count(est.params_active_per_token)} active per token"
     )
     if est.min_gpus is not None:
-        lines.append(f"min GPUs: {est.min_gpus}")
+        how = est.min_gpus_changes
+        layout = (
+            " (as stated)"
+            if how == {}
+            else f" ({', '.join(f'{k}={v}' for k, v in how.items())})"
+            if how
+            else ""
+        )
+        lines.append(f"min GPUs: {est.min_gpus}{layout}")
     if est.serving is not None:
         sv = est.serving
         lines.append(

@@ -322,7 +322,8 @@
 
   function renderError(err) {
     let msg = err.error || err.message || JSON.stringify(err);
-    if (err.suggestions && err.suggestions.length) msg += `\n→ ${err.suggestions.join(", ")}`;
+    const missing = (err.suggestions || []).filter((x) => !msg.includes(x));
+    if (missing.length) msg += `\n→ ${missing.join(", ")}`;
     return el("div", { class: "error-box", role: "alert", text: `${t("error")}: ${msg}` });
   }
 
@@ -392,6 +393,16 @@
       const tx = x(v * GIB);
       chart.append(svg("line", { x1: tx, x2: tx, y1: BAR_Y + BAR_H + 12, y2: BAR_Y + BAR_H + 16, stroke: "#b8bfcc" }));
       chart.append(svg("text", { x: tx, y: BAR_Y + BAR_H + 28, "text-anchor": v === 0 ? "start" : "middle" }, `${v} GiB`));
+    }
+    legend.append(el("li", { class: "line-key" },
+      el("span", { class: "swatch line", style: "border-left: 2px solid #c2352b" }),
+      el("span", { text: t("capacity_key") }),
+      el("span", { class: "value", text: gib(capacity) })));
+    if (usable < capacity) {
+      legend.append(el("li", { class: "line-key" },
+        el("span", { class: "swatch line", style: "border-left: 2px dashed #c2352b" }),
+        el("span", { text: t("usable_key", { pct: Math.round((est.safety_margin || 0) * 100) }) }),
+        el("span", { class: "value", text: gib(usable) })));
     }
     const wrap = el("div", { class: "chart-wrap" });
     wrap.append(chart, legend);

@@ -106,6 +106,8 @@ def _match_with_memory(key: str, index: dict[str, tuple[str, str | None]]) -> tu
         f"no {stated} GB variant of {spec.name} in the catalog ({spec.name} has {spec.marketed})",
         accepted=GPU_ACCEPTED,
         suggestions=[gpu_id],
+        code="gpu_variant",
+        values={"name": spec.name, "stated": stated, "marketed": spec.marketed},
     )
 
 
@@ -126,6 +128,8 @@ def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
             f"unknown GPU '{name}'",
             accepted=GPU_ACCEPTED,
             suggestions=closest(key, {k: v[0] for k, v in index.items()}),
+            code="unknown_gpu",
+            values={"name": name},
         )
     gpu_id, note = hit
     return get_gpu(gpu_id), note

@@ -18,7 +18,7 @@ from tools.catalog.fuzzy import closest, normalize, strip_variant
 from tools.errors import ScenarioError
 
 MODELS_JSON = Path(__file__).with_name("models.json")
-MODEL_ACCEPTED = "a catalog id (see GET /v1/models), a bare size like 7B / 70亿, or an HF config.json"
+MODEL_ACCEPTED = "a catalog id (see GET /v1/catalog/models), a bare size like 7B / 70亿, or an HF config.json"
 
 
 class ModelSpec(BaseModel):
@@ -38,6 +38,9 @@ class ModelSpec(BaseModel):
     # published safetensors count = params + stored_duplicate_params
     stored_duplicate_params: int = 0
     notes: str = ""
+    # the dtype the official checkpoint ships in when it is not 16-bit (DeepSeek-V3/R1: "fp8",
+    # block-scaled e4m3): what serving engines load as is, so the inference default
+    checkpoint_dtype: str | None = None
 
     @cached_property
     def breakdown(self) -> ParamBreakdown:  # computed once per (immutable) catalog entry
@@ -130,17 +133,19 @@ def find_model(name: str) -> ModelSpec:
             f"unknown model '{name}'",
             accepted=MODEL_ACCEPTED,
             suggestions=model_suggestions(name or ""),
+            code="unknown_model",
+            values={"name": name},
         )
     return spec
 
 
 def resolve_model(name_or_size: str) -> ResolvedModel:
     """Catalog model first, then a bare size ('7B', '70亿', '8x7B') mapped to a typical architecture."""
-    from tools.catalog.sizes import resolve_bare_size
-
     spec = lookup_model(name_or_size) if name_or_size and name_or_size.strip() else None
     if spec is not None:
         return ResolvedModel(spec=spec, architecture=spec.architecture, params=spec.params)
+    from tools.catalog.sizes import resolve_bare_size  # only for bare sizes (keeps process start light)
+
     bare = resolve_bare_size(name_or_size)
     if bare is not None:
         typical, assumed = bare
@@ -152,4 +157,6 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
         f"unknown model '{name_or_size}'",
         accepted=MODEL_ACCEPTED,
         suggestions=model_suggestions(name_or_size or ""),
+        code="unknown_model",
+        values={"name": name_or_size},
     )

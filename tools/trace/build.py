@@ -42,6 +42,7 @@ class Family:
     matches: Callable[[Architecture], bool]
     fields: Callable[[Architecture], dict[str, Any]]
     fp32_ok: bool = True  # MoE experts use torch._grouped_mm, which is 16-bit only
+    sdpa_ok: bool = True  # transformers has an SDPA attention path for this family
 
     def config(self, arch: Architecture) -> Any:
         import transformers
@@ -99,9 +100,15 @@ def _qwen2(a: Architecture) -> dict[str, Any]:
     return {**_common(a), "use_sliding_window": False}
 
 
+def _gemma3(a: Architecture) -> dict[str, Any]:
+    return {**_common(a), "sliding_window": a.sliding_window or 512}
+
+
 def _deepseek_v3(a: Architecture) -> dict[str, Any]:
+    fields = _common(a)
+    fields.pop("head_dim")  # DeepseekV3Config derives it from qk_rope_head_dim (RoPE part of q/k)
     return {
-        **_common(a),
+        **fields,
         "n_routed_experts": a.num_experts,
         "num_experts_per_tok": a.num_experts_per_tok,
         "moe_intermediate_size": a.moe_intermediate_size,
@@ -122,9 +129,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("gpt2", "GPT2Config", lambda a: a.block_style == "gpt" and a.learned_position_embeddings, _gpt2),
     Family("deepseek_v3", "DeepseekV3Config", lambda a: bool(a.kv_lora_rank), _deepseek_v3, fp32_ok=False),
     Family("qwen3_moe", "Qwen3MoeConfig", lambda a: a.is_moe and a.qk_norm, _moe, fp32_ok=False),
-    Family("qwen2_moe", "Qwen2MoeConfig", lambda a: a.is_moe and a.num_shared_experts > 0, _moe, fp32_ok=False),
+    Family(
+        "qwen2_moe", "Qwen2MoeConfig", lambda a: a.is_moe and a.num_shared_experts > 0, _moe, fp32_ok=False
+    ),
     Family("mixtral", "MixtralConfig", lambda a: a.is_moe, _mixtral, fp32_ok=False),
-    Family("gemma2", "Gemma2Config", lambda a: a.norms_per_layer == 4, _gemma2),
+    Family("gemma3", "Gemma3TextConfig", lambda a: a.norms_per_layer == 4 and a.qk_norm, _gemma3),
+    Family("gemma2", "Gemma2Config", lambda a: a.norms_per_layer == 4, _gemma2, sdpa_ok=False),
     Family("qwen3", "Qwen3Config", lambda a: a.qk_norm, _common),
     Family("qwen2", "Qwen2Config", lambda a: a.attention_bias, _qwen2),
     Family("mistral", "MistralConfig", lambda a: a.sliding_window is not None, _with_window),

@@ -17,6 +17,7 @@ from tools.scenario import Scenario
 from tools.units import GiB
 
 EXIT_BAD_INPUT = 2
+EXIT_TRACE_FAILED = 1
 INSTALL_HINT = "vramwise trace needs the [trace] extra (torch, transformers, peft): pip install '.[trace]'"
 
 
@@ -49,7 +50,9 @@ def format_text(result: dict[str, Any]) -> str:
     ]
     lines += [f"  {name:28s} {_gib(b):>12s}" for name, b in result["breakdown"].items() if b]
     lines.append("per phase (peak / at end):")
-    lines += [f"  {p['name']:10s} {_gib(p['peak_bytes']):>12s} / {_gib(p['end_bytes'])}" for p in result["phases"]]
+    lines += [
+        f"  {p['name']:10s} {_gib(p['peak_bytes']):>12s} / {_gib(p['end_bytes'])}" for p in result["phases"]
+    ]
     lines.append("attention kernels traced (CPU): " + (", ".join(result["kernels"]) or "none"))
     lines.append("on a GPU:")
     lines += [f"  - {d}" for d in result["gpu_differences"]]
@@ -75,6 +78,14 @@ def run_trace(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except (RuntimeError, ValueError, NotImplementedError, TypeError) as exc:
+        # the model code itself failed on fake tensors: say so in one line, no traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(
+            f"error: this architecture could not be traced ({type(exc).__name__}: {first[:200]})",
+            file=sys.stderr,
+        )
+        return EXIT_TRACE_FAILED
     result["assumptions"] = plan.assumptions
     if args.json:
         print(json.dumps(result, indent=2))

@@ -22,6 +22,7 @@ CATALOG_FAMILIES = {
     "qwen3_moe": "qwen3_moe",
     "qwen2_moe": "qwen2_moe",
     "gemma2": "gemma2",
+    "gemma3": "gemma3",
     "phi3": "phi3",
     "gpt2": "gpt2",
 }
@@ -92,7 +93,9 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         if s.precision_recipe is None:
             notes.append(f"precision_recipe not stated: {recipe}")
         if recipe not in TRACEABLE_RECIPES:
-            raise ScenarioError("precision_recipe", f"{recipe} is not traced", accepted=", ".join(TRACEABLE_RECIPES))
+            raise ScenarioError(
+                "precision_recipe", f"{recipe} is not traced", accepted=", ".join(TRACEABLE_RECIPES)
+            )
     attention = "eager" if s.attention == "eager" else "sdpa"
     if family == "gemma2" and s.attention is None:
         attention = "eager"  # transformers' Gemma2 has no SDPA path (attention logit soft-capping)

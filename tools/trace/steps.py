@@ -146,7 +146,10 @@ def _move_adapter_by_reassign(layer: Any, adapter_name: str, device: Any = None)
     base_dtype = layer.get_base_layer().weight.dtype
     for name in (*layer.adapter_layer_names, *layer.other_param_names):
         adapters = getattr(layer, name, None)
-        if not isinstance(adapters, torch.nn.ModuleDict | torch.nn.ParameterDict) or adapter_name not in adapters:
+        if (
+            not isinstance(adapters, torch.nn.ModuleDict | torch.nn.ParameterDict)
+            or adapter_name not in adapters
+        ):
             continue
         item = adapters[adapter_name]
         if isinstance(item, torch.nn.Module):
@@ -156,7 +159,9 @@ def _move_adapter_by_reassign(layer: Any, adapter_name: str, device: Any = None)
                         cast = torch.nn.Parameter(p.data.to(base_dtype), requires_grad=p.requires_grad)
                         setattr(owner, pname, cast)
         elif isinstance(item, torch.Tensor) and item.dtype.is_floating_point and item.dtype != base_dtype:
-            adapters[adapter_name] = torch.nn.Parameter(item.data.to(base_dtype), requires_grad=item.requires_grad)
+            adapters[adapter_name] = torch.nn.Parameter(
+                item.data.to(base_dtype), requires_grad=item.requires_grad
+            )
 
 
 def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
@@ -310,6 +315,12 @@ def trace(req: TraceRequest) -> TraceResult:
             f"{fam.name} experts run through torch._grouped_mm, which needs bf16/fp16 weights",
             accepted="bf16",
         )
+    if req.attention == "sdpa" and not fam.sdpa_ok:
+        from tools.errors import ScenarioError
+
+        raise ScenarioError(
+            "attention", f"transformers has no SDPA attention for {fam.name}", accepted="eager"
+        )
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # "use_cache=True is incompatible with gradient checkpointing" etc.
@@ -318,9 +329,8 @@ def trace(req: TraceRequest) -> TraceResult:
     tracker = MemoryTracker()
     from unittest import mock
 
-    from transformers import masking_utils
-
     from torch.nn.attention import sdpa_kernel
+    from transformers import masking_utils
 
     gpu_backend = gpu_sdpa_backend(req)
     skip = _no_padding_skip(masking_utils._ignore_causal_mask_sdpa)
@@ -330,7 +340,9 @@ def trace(req: TraceRequest) -> TraceResult:
         mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", skip),
         mock.patch.object(masking_utils, "find_packed_sequence_indices", packing),
         sdpa_kernel(_sdpa_backends(gpu_backend)),
+        warnings.catch_warnings(),
     ):
+        warnings.simplefilter("ignore", FutureWarning)  # transformers v5 renames (cache=, activation_*)
         if req.task == "lora":
             model = _apply_lora(model, req)
         with tracker:

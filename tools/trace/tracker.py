@@ -206,7 +206,7 @@ class MemoryTracker(TorchDispatchMode):
         for category in (PARAMETERS, GRADIENTS, OPTIMIZER_STATES, MASTER_WEIGHTS, KV_CACHE):
             if serial in self._known[category]:
                 return category
-        nbytes, phase, autocast_copy = entry
+        _nbytes, phase, autocast_copy = entry
         if autocast_copy:
             return AUTOCAST_COPIES
         return _PHASE_DEFAULT.get(phase, ACTIVATIONS)

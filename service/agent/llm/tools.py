@@ -141,6 +141,7 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
             "safety_margin": est.safety_margin,
             "headroom": _bytes_view(est.headroom_bytes),
             "min_gpus": est.min_gpus,
+            "min_gpus_layout": est.min_gpus_changes,  # how min_gpus fits ({} = as stated)
         },
         "suggestions": [
             {
@@ -190,6 +191,7 @@ def plan_view(est: Estimate) -> dict[str, Any]:
             "fits": est.fits,
             "headroom": _bytes_view(est.headroom_bytes),
             "min_gpus": est.min_gpus,
+            "min_gpus_layout": est.min_gpus_changes,  # how min_gpus fits ({} = as stated)
         },
         "changes_that_fit": [
             {

@@ -230,8 +230,15 @@ def _validation_error(err: ValidationError, lang: Language, stated: dict[str, An
     first = err.errors()[0] if err.errors() else {}
     field = ".".join(str(p) for p in first.get("loc", ())) or "scenario"
     message = str(first.get("msg", "invalid value"))
+    values = {**{k: v for k, v in dict(first.get("ctx") or {}).items()}, "input": stated.get(field)}
+    data = {
+        "field": field,
+        "message": f"{message} (got {stated.get(field)!r})",
+        "code": f"value_{first.get('type', 'invalid')}",
+        "values": values,
+    }
     return ErrorEvent(
-        message=render_error({"field": field, "message": f"{message} (got {stated.get(field)!r})"}, lang),
+        message=render_error(data, lang),
         field=field,
         detail={"language": lang, "stated": stated},
     )

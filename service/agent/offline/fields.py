@@ -226,8 +226,8 @@ def lora_fields(low: str) -> Fields:
 
 _BATCH = re.compile(
     rf"{L}(?:per{SEP}device{SEP}train{SEP}batch{SEP}size|micro{SEP}batch{SEP}size|micro{SEP}batch|mbs|batch{SEP}size|batchsize|batch|bs)"
-    rf"(?:{SEP}per{SEP}(?:gpu|device))?{_IS}(\d+){R}"
-    rf"|(?:批大小|批量大小|批次大小|批量|批次|batch\s*大小|每卡\s*batch)\s*(?:为|=|是|:|设为)?\s*(\d+)"
+    rf"(?:{SEP}per{SEP}(?:gpu|device))?{_IS}(-?\d+){R}"  # "-1" kept: a clear error, not a silent default
+    rf"|(?:批大小|批量大小|批次大小|批量|批次|batch\s*大小|每卡\s*batch)\s*(?:为|=|是|:|设为)?\s*(-?\d+)"
     rf"|{L}(\d+){SEP}(?:sequences|samples){SEP}per{SEP}(?:batch|step)"
 )
 _GLOBAL_BATCH = re.compile(
