@@ -85,3 +85,19 @@ def test_trace_without_the_extra_exits_2_with_the_install_hint(tmp_path) -> None
     assert proc.returncode == 2
     assert "pip install '.[trace]'" in proc.stderr
     assert proc.stderr.count("\n") == 1  # one line, no traceback
+
+
+def test_report_regenerates_from_committed_traces_without_torch() -> None:
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import sys; sys.modules['torch'] = None; from benchmarks.accuracy import run; sys.exit(run.main([]))"
+    )
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert time.perf_counter() - start < 60
+    assert f"all traced cases: {len(all_cases())} cases" in proc.stdout
+    assert "| llama-3-70b/inference/b1/s8192 | calibration |" in proc.stdout

@@ -296,6 +296,8 @@ GROUNDED_CASES = [
     {"model": "deepseek-r1", "task": "inference", "gpu": "h200", "num_gpus": 8},
     {"model": "qwen2.5-14b", "task": "qlora", "gpu": "4090"},
     {"model": "llama-2-7b", "task": "inference", "gpu": "a100"},  # max_model_len line
+    {"model": "deepseek-v3", "task": "inference", "gpu": "a100", "num_gpus": 8},  # FP8 note (zh: 1 字节)
+    {"model": "llama-3-8b", "task": "inference", "gpu": "4090", "seq_len": 32768},  # context note
 ]
 
 
@@ -313,3 +315,59 @@ async def test_rendered_answers_pass_the_grounding_checker(args: dict[str, objec
     allow_tool_run(allowed, recorder.runs[-1])
     text = render_answer(recorder.estimates[-1], language)
     assert ungrounded_figures(text, allowed) == []
+
+
+def test_chinese_formulas_say_their_words_in_chinese_and_keep_the_numbers() -> None:
+    """Chinese answers printed 'micro-batches in flight x layers x layer input ...' in English."""
+    e = estimate(Scenario(model="qwen2.5-14b", task="qlora", gpu="4090"), plan=False)
+    zh = render_answer(e, "zh")
+    act = e.component("activations")
+    assert "`1 x 48 层 x 20,971,520 B + 325,386,240 B = 1,332,019,200 B; 每层: 2,048 x 1 x " in zh
+    assert "(51,200 归一化 + 24,576 注意力 + 82,944 MLP) B + 327,680 B 注意力核心 = 325,386,240 B`" in zh
+    assert "micro-batches in flight" not in zh and "per layer" not in zh and "linear weights" not in zh
+    assert act.substituted in render_answer(e, "en")  # English keeps the estimator's own text
+    assert (
+        "底座线性层权重 x 0.5 B (nf4) + 底座其他参数（嵌入、LM head、归一化） x 4 B + LoRA 适配器 x 4 B" in zh
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "model"),
+    [
+        ("serve CodeLlama-34B on 2 4090s in int4", "codellama-34b"),  # was read as 'llama-3-4b'
+        ("codellama-7b LoRA 一张4090", "codellama-7b"),
+        ("phi-2 LoRA on a 4090", "phi-2"),
+    ],
+)
+def test_codellama_and_phi_are_read_and_known(question: str, model: str) -> None:
+    from service.agent.offline.parser import parse_question
+
+    assert parse_question(question).scenario["model"] == model
+    assert isinstance(ask(question), DoneEvent)
+
+
+def test_added_catalog_models_match_published_counts() -> None:
+    from tools.catalog import get_model
+
+    # HF safetensors totals; Phi: 32 x (4 x (2560^2 + 2560) + 2 x 2560 x 10240 + 10240 + 2560 + 2 x 2560)
+    # + 2 x 51,200 x 2560 + 51,200 (head bias) + 2 x 2560 = 2,779,683,840
+    expected = {
+        "codellama-34b": 33_743_970_304,
+        "codellama-7b": 6_738_546_688,
+        "codellama-13b": 13_016_028_160,
+        "phi-2": 2_779_683_840,
+        "phi-1.5": 1_418_270_720,
+        "stablelm-base-alpha-3b": 3_637_321_728,
+    }
+    for model_id, count in expected.items():
+        assert get_model(model_id).params == count, model_id
+
+
+def test_chinese_answers_keep_known_notes_in_chinese() -> None:
+    """Notes were dropped from Chinese answers (English only); known ones now read in Chinese."""
+    e = estimate(Scenario(model="llama-3-8b", task="inference", gpu="4090", seq_len=32768), plan=False)
+    zh = render_answer(e, "zh")
+    assert "序列长度 32,768 超过了模型的 max_position_embeddings（8,192）" in zh
+    assert "exceeds" not in zh
+    q = render_answer(estimate(Scenario(model="qwen2.5-14b", task="qlora", gpu="4090"), plan=False), "zh")
+    assert "prepare_model_for_kbit_training 会把未量化的参数（嵌入、LM head、归一化）转成 fp32" in q

@@ -24,6 +24,10 @@ Defaults and why:
 - attention: flash (transformers >= 4.36 uses SDPA, whose flash/mem-efficient kernels do not
   materialise scores); fp32 activations fall back to the math kernel (eager-like).
 - zero_stage 0; tp = pp = cp = ep = 1; pp micro-batches = max(p, gradient_accumulation_steps).
+  Inference on N > 1 GPUs with no TP stated: one copy split by tensor parallelism (vLLM
+  --tensor-parallel-size), t = the largest divisor of N / (p x c) that suits the heads; the rest replicas.
+- weight_dtype for inference: the official checkpoint's dtype when the catalog says it is not 16-bit
+  (DeepSeek-V3/R1 ship FP8).
 - kv_dtype: the compute dtype; gpu_memory_utilization 0.9 (vLLM default) for the serving figure.
 - safety_margin 0.10 of the card: Fujii et al. 2024 (arXiv 2411.06465) found no OOM for runs whose
   estimate stayed under 80% of the card; 10% covers allocator fragmentation beyond our slack term

@@ -20,8 +20,6 @@ from typing import Any
 from tools.activations import block_for
 from tools.catalog.models import find_model
 from tools.trace.request import CATALOG_FAMILIES
-from tools.trace.steps import TraceRequest, trace
-from tools.trace.tracker import AUTOCAST_COPIES
 
 PROBES = [
     # model, recipe, attention
@@ -88,6 +86,9 @@ def proposed_constants() -> Iterator[None]:
 
 
 def forward_bytes(model: str, recipe: str, attention: str, layers: int) -> tuple[int, int]:
+    from tools.trace.steps import TraceRequest, trace  # torch: only when measuring
+    from tools.trace.tracker import AUTOCAST_COPIES
+
     spec = find_model(model)
     arch = spec.architecture.model_copy(update={"num_hidden_layers": layers})
     res = trace(

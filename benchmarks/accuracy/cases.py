@@ -96,6 +96,12 @@ _MATRIX: list[tuple[str, str, str, int, int, bool, dict[str, Any]]] = [
     # Phi-3-mini: fused qkv_proj / gate_up_proj
     ("phi-3-mini", "full_finetune", "bf16", 2, 2048, True, {}),
     ("phi-3-mini", "inference", "-", 4, 4096, False, {}),
+    # DeepSeek-V2-Lite: MLA attention + MoE (64 experts top-6, 2 shared), traced as DeepseekV3 code
+    ("deepseek-v2-lite", "inference", "-", 2, 4096, False, {}),
+    ("deepseek-v2-lite", "full_finetune", "bf16", 1, 2048, True, {}),
+    # Gemma-3-1B: q/k norms, 5:1 sliding-window:global layers, 262k vocabulary
+    ("gemma-3-1b", "full_finetune", "amp", 2, 2048, False, {}),
+    ("gemma-3-1b", "inference", "-", 4, 8192, False, {}),
 ]
 
 

@@ -3,6 +3,7 @@
     python -m benchmarks.accuracy.run            # report from the committed traces (seconds)
     python -m benchmarks.accuracy.run --retrace  # re-trace every case (needs the [trace] extra)
     python -m benchmarks.accuracy.run --quick    # re-trace only the first cases, report on those
+    python -m benchmarks.accuracy.run --missing  # trace only cases added to cases.py since the last run
     python -m benchmarks.accuracy.run --write-summary   # also refresh tools/accuracy_summary.json
     python -m benchmarks.accuracy.run --write-docs      # also regenerate docs/accuracy.md
 
@@ -78,6 +79,22 @@ def retrace(cases: list[Case], path: Path = TRACED_JSON) -> dict[str, Any]:
         "versions": _versions(),
         "cases": records,
     }
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return data
+
+
+def add_missing(data: dict[str, Any], cases: list[Case], path: Path = TRACED_JSON) -> dict[str, Any]:
+    """Trace only the cases not in the committed file (same tracer versions required)."""
+    from tools.trace.steps import _versions
+
+    if data.get("versions") != _versions():
+        raise SystemExit(f"traced with {data.get('versions')}, installed {_versions()}: use --retrace")
+    order = {c.id: i for i, c in enumerate(all_cases())}
+    for case in cases:
+        rec = trace_case(case)
+        print(f"{case.id}: {rec['truth_bytes'] / GiB:.2f} GiB ({rec['trace_seconds']} s)", file=sys.stderr)
+        data["cases"].append(rec)
+    data["cases"].sort(key=lambda r: order.get(r["id"], len(order)))
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return data
 
@@ -240,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--retrace", action="store_true", help="re-trace every case (needs the [trace] extra)")
     p.add_argument("--quick", action="store_true", help=f"re-trace only the first {QUICK_IDS} cases")
+    p.add_argument("--missing", action="store_true", help="trace only cases not yet in traced_cases.json")
     p.add_argument("--json", action="store_true", help="print rows and summaries as JSON")
     p.add_argument("--write-summary", action="store_true", help="refresh tools/accuracy_summary.json")
     p.add_argument("--write-docs", action="store_true", help="regenerate docs/accuracy.md (and the summary)")
@@ -256,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         data = retrace(cases)
     else:
         data = load_traced()
+        known = {rec["id"] for rec in data["cases"]}
+        if args.missing and any(c.id not in known for c in cases):
+            data = add_missing(data, [c for c in cases if c.id not in known])
     rows = compare(data["cases"])
     summaries = [
         summarize(rows, "all traced cases"),

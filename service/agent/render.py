@@ -11,6 +11,8 @@ translating the planner's English text) and no-effect explanations (prompts/zh/n
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from string import Template
 from typing import Any
 
@@ -319,7 +321,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
         _fill(
             lang,
             "text",
-            "params_line",
+            "params_line" if estimate.params_trainable else "params_line_inference",
             total=fmt_count(estimate.params_total),
             trainable=fmt_count(estimate.params_trainable),
             active=fmt_count(estimate.params_active_per_token),
@@ -411,9 +413,10 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                     reason=_assumption_reason(a.field, a.reason, lang, a.value),
                 )
             )
-    if estimate.notes and _tpl(lang, "text", "notes_title") and lang == "en":
+    notes = [n for n in (localise_note(n, lang) for n in estimate.notes) if n]
+    if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
-        lines += [_fill(lang, "text", "note", note=n) for n in estimate.notes]
+        lines += [_fill(lang, "text", "note", note=n) for n in notes]
     if estimate.accuracy_note and lang == "en":
         lines += ["", _fill(lang, "text", "accuracy", note=estimate.accuracy_note)]
     return [line for line in lines if line is not None]
@@ -438,12 +441,56 @@ def _component_lines(c: Component, language: str) -> list[str]:
         )
     ]
     if c.formula or c.substituted:
-        out.append(_fill(language, "text", "component_formula", formula=c.formula, substituted=c.substituted))
+        out.append(
+            _fill(
+                language,
+                "text",
+                "component_formula",
+                formula=localise_terms(c.formula, language),
+                substituted=localise_terms(c.substituted, language),
+            )
+        )
     if c.source:
         out.append(_fill(language, "text", "component_source", source=c.source))
     if c.note and _tpl(language, "text", "component_note") and language == "en":
         out.append(_fill(language, "text", "component_note", note=c.note))
     return out
+
+
+def localise_note(note: str, language: str) -> str:
+    """An estimator note in the answer's language: English as is; other languages through the
+    patterns of prompts/<lang>/labels.toml [notes] (regex -> template with \\1 groups), else left out
+    rather than shown in English."""
+    if _lang(language) == "en":
+        return note
+    for pattern, template in _note_patterns(_lang(language)):
+        m = pattern.match(note)
+        if m:
+            return m.expand(template)
+    return ""
+
+
+@lru_cache(maxsize=4)
+def _note_patterns(language: str) -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(str(k)), str(v)) for k, v in _labels(language, "notes").items())
+
+
+def localise_terms(text: str, language: str) -> str:
+    """The words inside a formula in the answer's language (prompts/<lang>/labels.toml [formula_terms],
+    longest phrase first, whole words only); symbols and numbers are left as they are."""
+    terms = _formula_terms(_lang(language))
+    if not terms:
+        return text
+    return terms[0].sub(lambda m: terms[1][m.group(0)], text)
+
+
+@lru_cache(maxsize=4)
+def _formula_terms(language: str) -> tuple[re.Pattern[str], dict[str, str]] | None:
+    table = {str(k): str(v) for k, v in _labels(language, "formula_terms").items()}
+    if not table:
+        return None
+    alternatives = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z_])(?:{alternatives})(?![A-Za-z_])"), table
 
 
 def render_answer(estimate: Estimate, language: str) -> str:
@@ -588,8 +635,6 @@ def render_concept_lines(
 
 
 def _strip_unfilled(text: str) -> str:
-    import re
-
     return re.sub(r"\$\{[a-z_]+\}", _MISSING, text)
 
 

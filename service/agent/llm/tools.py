@@ -97,6 +97,13 @@ class ListGpusArgs(BaseModel):
 # ---- compact JSON views (what the model sees) --------------------------------------------------
 
 
+def _tradeoffs(suggestion: Any, est: Estimate) -> str:
+    """What a suggestion costs, in words ('steps ~33% slower (recompute)'), not the planner's ranks."""
+    from service.agent.render import suggestion_tradeoffs
+
+    return suggestion_tradeoffs(suggestion, est.scenario, "en").removeprefix("; ")
+
+
 def _bytes_view(n: int) -> dict[str, Any]:
     return {"bytes": n, "gib": fmt_gib(n)}
 
@@ -149,7 +156,7 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
                 "total": _bytes_view(s.total_bytes),
                 "fits": s.fits,
                 "num_gpus": s.num_gpus,
-                **({"rationale": s.rationale} if s.rationale else {}),
+                **({"tradeoffs": t} if (t := _tradeoffs(s, est)) else {}),
             }
             for s in est.suggestions
         ],
@@ -199,7 +206,7 @@ def plan_view(est: Estimate) -> dict[str, Any]:
                 "scenario_changes": s.scenario_changes,
                 "total": _bytes_view(s.total_bytes),
                 "num_gpus": s.num_gpus,
-                **({"rationale": s.rationale} if s.rationale else {}),
+                **({"tradeoffs": t} if (t := _tradeoffs(s, est)) else {}),
             }
             for s in est.suggestions
             if s.fits

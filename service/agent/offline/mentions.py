@@ -75,6 +75,8 @@ def _phi(m: re.Match[str]) -> str:
 MODEL_RULES: tuple[ModelRule, ...] = (
     _rule(rf"{L}(?:mixtral{SEP})?8\s*[x×]\s*(7|22)\s*b{R}", lambda m: f"mixtral-8x{m.group(1)}b"),
     _rule(rf"{L}tiny{SEP}llama(?:{SEP}1\.1\s*b)?{R}", lambda m: "tinyllama-1.1b"),
+    # before the Llama rule, which would read "codellama-34b" as Llama 3 at 4B
+    _rule(rf"{L}code{SEP}llama{SEP}(?:2{SEP})?{SIZE}{R}", lambda m: f"codellama-{m.group(1)}b"),
     _rule(
         rf"{L}(?:meta{SEP})?(?:code{SEP})?llama{SEP}(\d(?:\.\d)?){SEP}(?:chat{SEP}|instruct{SEP})?{SIZE}{R}",
         lambda m: f"llama-{m.group(1)}-{m.group(2)}b",
