@@ -12,6 +12,8 @@ $(BIN)/vramwise: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
+	@# bytecode once, so the CLI starts fast even where PYTHONDONTWRITEBYTECODE is set
+	$(BIN)/python -m compileall -q tools service prompts >/dev/null
 	@touch $@
 
 install: $(BIN)/vramwise

@@ -32,7 +32,14 @@ caps the run: cases not started in time are recorded as skipped.
 
 Writes the table as CSV (`--out`) and Markdown (same path, `.md`), and prints the Markdown.
 `--dry-run` never imports torch: it lists the cases with the estimator's figures.
-Needs the project installed with the [trace] extra (torch, transformers, peft) for real runs.
+Real runs need torch, transformers and peft (the [trace] extra) and, for `tools/`, pydantic only.
+On an offline GPU box that already has torch/transformers/peft (Python 3.12), carry pydantic as
+wheels and run from the repository root, inside the box's 10-minute command limit:
+
+    pip download 'pydantic==2.14.*' --only-binary=:all: --python-version 3.12 \
+        --platform manylinux2014_x86_64 -d .whl                                   # here
+    pip install --no-index --find-links .whl pydantic && \
+        python3 -m benchmarks.gpu_measure --max-minutes 7 --out "$OUT/gpu_measure.csv"   # there
 """
 
 from __future__ import annotations

@@ -31,11 +31,13 @@ class ScenarioError(ValueError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        text = f"{self.field}: {self.message}"
+        text = f"{self.field}: {self.message.rstrip()}"
+        if not text.endswith((".", "?", "!", "。", "？", "！")):
+            text += "."
         if self.suggestions:
             text += f" Did you mean: {', '.join(self.suggestions)}?"
         if self.accepted:
-            text += f" Accepted: {self.accepted}."
+            text += f" Accepted: {self.accepted.rstrip('.')}."
         return text
 
     def to_dict(self) -> dict[str, object]:
