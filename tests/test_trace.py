@@ -195,3 +195,28 @@ def test_built_model_has_the_catalog_parameter_count_exactly(model: str) -> None
         spec.architecture, "bf16", "eager", FakeTensorMode(), CATALOG_FAMILIES.get(spec.family)
     )
     assert sum(p.numel() for p in built.parameters()) == spec.params
+
+
+@pytest.mark.parametrize("recipe,attention", [("fp32", "sdpa"), ("bf16", "eager")])
+def test_agrees_with_pytorch_mem_tracker_on_real_tensors(recipe: str, attention: str) -> None:
+    """An independent implementation: torch.distributed._tools.mem_tracker.MemTracker (no block
+    rounding on CPU) reports the same peak for one real training step as ours with block=1."""
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from tools.trace.build import build_model
+
+    model = build_model(TINY, recipe, attention, None)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+    ids = torch.randint(0, TINY.vocab_size, (2, 48))
+    reference = MemTracker()
+    reference.track_external(model, optimizer)
+    ours = MemoryTracker(block=1)
+    with reference, ours:
+        ours.note("parameters", [*model.parameters(), *model.buffers()])
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        del loss
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    assert ours.peak_bytes == reference.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]

@@ -96,7 +96,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
             result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
             est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
             est.min_gpus = result.min_gpus
-            est.min_gpus_changes = _min_gpus_layout(est, result.suggestions)
+            est.min_gpus_changes = result.min_gpus_changes
     return est
 
 

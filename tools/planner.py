@@ -82,6 +82,9 @@ class PlanResult(BaseModel):
 
     suggestions: list[Suggestion] = Field(default_factory=list)
     min_gpus: int | None = None
+    # how min_gpus fits: {} = the job as stated on its own GPU count; else the layout fields the planner
+    # set ({"num_gpus": 2, "zero_stage": 3}); None = nothing fits within max_gpus
+    min_gpus_changes: dict[str, Any] | None = None
     evaluated: int = 0  # estimates run by the search (the speed budget is about this)
 
 
@@ -175,6 +178,12 @@ def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
 # --- levers: each answers "applies?" and "which Move?" for a scenario ---------------------------------
 
 
+def _quantized_base(s: Scenario) -> bool:
+    """A bitsandbytes-quantised frozen base (QLoRA, int8): its optimizer states are the adapters' (tiny)
+    and DeepSpeed parameter offload does not handle bnb 4/8-bit weights; offload buys nothing there."""
+    return s.task == "qlora" or s.weight_dtype in ("nf4", "int4", "int8")
+
+
 def _dp(s: Scenario) -> int:
     return max(1, (s.num_gpus or 1) // ((s.tp or 1) * (s.pp or 1) * (s.cp or 1)))
 
@@ -195,6 +204,8 @@ class Checkpointing:
 class EightBitOptimizer:
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or s.optimizer not in (None, "adamw", "paged_adamw"):
+            return None
+        if (s.offload_optimizer or "none") != "none":  # states already on the CPU: 8-bit buys little there
             return None
         return Move("8-bit AdamW (bitsandbytes)", {"optimizer": "adamw_8bit"}, slowdown=SLOWDOWN_OPTIM_8BIT)
 
@@ -217,7 +228,7 @@ class ZeroStage:
 @dataclass(frozen=True)
 class OffloadOptimizer:
     def move(self, s: Scenario) -> Move | None:
-        if s.task not in TRAINING_TASKS or (s.offload_optimizer or "none") != "none":
+        if s.task not in TRAINING_TASKS or (s.offload_optimizer or "none") != "none" or _quantized_base(s):
             return None
         # ZeRO-Offload runs with ZeRO-2 (or 3) even on one GPU (DeepSpeed zero_optimization.offload_optimizer)
         return Move(
@@ -231,7 +242,7 @@ class OffloadOptimizer:
 @dataclass(frozen=True)
 class OffloadParams:
     def move(self, s: Scenario) -> Move | None:
-        if s.task not in TRAINING_TASKS or (s.offload_params or "none") != "none":
+        if s.task not in TRAINING_TASKS or (s.offload_params or "none") != "none" or _quantized_base(s):
             return None
         # parameter offload needs ZeRO-3 (DeepSpeed offload_param is a stage-3 feature)
         return Move(
@@ -543,9 +554,13 @@ def _min_gpus(
     return best
 
 
+def _gpus(n: int) -> str:
+    return "a single GPU" if n == 1 else f"{n} GPUs"
+
+
 def _layout_text(changes: dict[str, Any]) -> str:
     if changes.get("num_gpus") == 1:
-        return "a single GPU"
+        return "same settings"
     parts = []
     if changes.get("tp", 1) > 1:
         parts.append(
@@ -578,6 +593,34 @@ def _ladder(
     return None
 
 
+def _dominates(k: tuple[Any, ...], kept: Suggestion, key: tuple[Any, ...], sg: Suggestion) -> bool:
+    """A kept suggestion (cost key `k`) makes `sg` (cost `key`) pointless when it is no worse on GPUs,
+    fidelity, speed and memory; or no worse on GPUs, fidelity and speed while `sg` is a superset of it
+    (the same changes plus more, or strictly more fields changed): the extra changes buy nothing."""
+    if all(a <= b for a, b in zip(k[:4], key[:4], strict=True)):
+        return True
+    if not all(a <= b for a, b in zip(k[:3], key[:3], strict=True)):
+        return False
+    mine, theirs = kept.scenario_changes, sg.scenario_changes
+    same_items = all(f in theirs and theirs[f] == v for f, v in mine.items())
+    return same_items or set(mine) < set(theirs)
+
+
+def _prune(search: _Search, cand: Candidate, est: Estimate) -> tuple[Candidate, Estimate]:
+    """The smallest subset of `cand`'s moves that still fits: drop each move in turn (latest, i.e. most
+    expensive, first) and keep the drop when the rest still fits."""
+    moves = list(cand.moves)
+    for mv in reversed(list(cand.moves)):
+        if len(moves) <= 1:
+            break
+        rest = [m for m in moves if m is not mv]
+        trial = _compose(rest)
+        got = search.run(trial.changes)
+        if got is not None and got.fits:
+            moves, cand, est = rest, trial, got
+    return cand, est
+
+
 def plan(
     base: Estimate,
     *,
@@ -603,6 +646,9 @@ def plan(
 
     found = _min_gpus(search, {}, stated_fields)
     min_gpus = found[0] if found else None
+    min_gpus_changes: dict[str, Any] | None = None
+    if found is not None:
+        min_gpus_changes = {} if (base.fits and found[0] == n0) else dict(found[1])
 
     scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
@@ -620,18 +666,23 @@ def plan(
                     fits=est.fits,
                     num_gpus=n,
                     rationale=(
-                        f"{n} GPU(s); {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
+                        f"{_gpus(n)}; {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
                         f"(estimated); {est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
                     ),
                 ),
             )
         )
 
-    if found is not None and found[0] != n0:
-        what = "fewer" if found[0] < n0 else "more"
-        gpus = "GPU" if found[0] == 1 else "GPUs"
-        layout = "" if found[0] == 1 else f"; {_layout_text(found[1])}"
-        add(f"use {found[0]} {gpus} ({what}{layout})", found[1], found[2])
+    if found is not None and found[0] < n0 and base.fits:
+        # the user asked for more GPUs than the job needs: say so (never when it does not fit as asked)
+        add(
+            f"{_gpus(found[0])} {'is' if found[0] == 1 else 'are'} enough instead of the {n0} asked for"
+            f" ({_layout_text(found[1])})",
+            found[1],
+            found[2],
+        )
+    elif found is not None and found[0] > n0:
+        add(f"use {_gpus(found[0])} instead of {n0} ({_layout_text(found[1])})", found[1], found[2])
 
     if not base.fits:
         # 1) single levers at the job's GPU count
@@ -642,7 +693,8 @@ def plan(
                 est = search.run(cand.changes)
                 if est is not None and est.fits:
                     add(cand.text, cand.changes, est)
-        # 2) ladders under the job's own method, then LoRA and QLoRA
+        # 2) ladders under the job's own method, then LoRA and QLoRA; each fitting rung pruned to the
+        #    smallest set of its moves that still fits
         ladder = INFERENCE_LADDER if s.task == "inference" else MEMORY_LADDER
         starts: list[tuple[Move, ...]] = [()]
         if s.task != "inference":
@@ -650,7 +702,8 @@ def plan(
         for start in starts:
             res = _ladder(search, start, ladder)
             if res is not None:
-                add(res[0].text, res[0].changes, res[1])
+                cand, est = _prune(search, res[0], res[1])
+                add(cand.text, cand.changes, est)
         # 3) more GPUs with the cheap no-fidelity levers (training) or quantised weights (inference)
         if s.task != "inference":
             groups: list[tuple[Any, ...]] = [(Checkpointing(), EightBitOptimizer())]
@@ -662,17 +715,19 @@ def plan(
                 continue
             cand = _compose(light)
             got = _min_gpus(search, cand.changes, stated_fields)
-            if got is not None and got[0] != n0 and (found is None or got[0] < found[0]):
-                add(f"{cand.text} on {got[0]} GPUs ({_layout_text(got[1])})", got[1], got[2])
+            if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
+                add(f"{cand.text} on {_gpus(got[0])} ({_layout_text(got[1])})", got[1], got[2])
 
-    # cheapest first; drop a suggestion when a kept one is no worse on GPUs, fidelity, speed and memory
+    # cheapest first; drop what a cheaper kept suggestion dominates (_dominates)
     scored.sort(key=lambda x: x[0])
     kept: list[tuple[tuple[Any, ...], Suggestion]] = []
     for key, sg in scored:
-        if any(all(a <= b for a, b in zip(k[:4], key[:4], strict=True)) for k, _ in kept):
+        if any(_dominates(k, o, key, sg) for k, o in kept):
             continue
         kept.append((key, sg))
         if len(kept) >= limit:
             break
     out = [sg for _, sg in kept]
-    return PlanResult(suggestions=out, min_gpus=min_gpus, evaluated=search.evaluated)
+    return PlanResult(
+        suggestions=out, min_gpus=min_gpus, min_gpus_changes=min_gpus_changes, evaluated=search.evaluated
+    )

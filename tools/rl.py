@@ -52,6 +52,22 @@ from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption
 
 GRPO_DEFAULT_NUM_GENERATIONS = 8  # trl/trainer/grpo_config.py num_generations default
+GRPO_DEFAULT_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
+GRPO_DEFAULT_COMPLETION_LEN = 256  # trl/trainer/grpo_config.py max_completion_length default
+# Log-probs as TRL computes them (trl/trainer/utils.py selective_log_softmax, bf16/fp16 path: a
+# per-row F.log_softmax then gather; grpo_trainer._get_per_token_logps: logits / temperature),
+# bytes per element of (sequences x scored positions x V) in the 16-bit compute dtype:
+# - with grad, end of forward: the temperature-scaled copy + the saved per-row log-softmax outputs;
+TRL_LOGPS_FORWARD_BYTES = 4
+# - with grad, backward: saved log-softmax + its gradient + the gradient of the scaled logits;
+TRL_LOGPS_BACKWARD_BYTES = 6
+# - no_grad (reference / old log-probs): the lm_head output + the scaled copy (one row's
+#   log-softmax on top is a single sequence, not counted).
+TRL_LOGPS_NOGRAD_BYTES = 4
+TRL_LOGPS_SOURCE = (
+    "trl/trainer/utils.py selective_log_softmax (bf16 row loop); trl grpo_trainer._get_per_token_logps "
+    "(logits_to_keep = completion positions), dpo_trainer.concatenated_forward, ppo_trainer"
+)
 # What a trained model keeps between its own update steps (optimizer state, master copy, weights);
 # gradients too when the estimator counts them resident across the step (calibration).
 PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimizer_states") + (
@@ -103,6 +119,47 @@ def _take(
     return out
 
 
+def _logps_part(
+    rs: ResolvedScenario,
+    model: ModelRef,
+    role: str,
+    *,
+    sequences: int,
+    positions: int,
+    at_bytes: dict[str, int],
+    what: str,
+) -> PhasedComponent | None:
+    """Log-prob tensors of `sequences` x `positions` scored tokens, as TRL computes them (module
+    constants TRL_LOGPS_*): `at_bytes` maps phase -> bytes per element of sequences x positions x V/t."""
+    vocab_local = -(-model.arch.vocab_size // rs.layout.tp)
+    tokens = sequences * positions
+    at = {}
+    for ph, per in at_bytes.items():
+        total = per * tokens * vocab_local
+        at[ph] = (
+            total,
+            f"sequences x scored positions x V/t x {per} B ({what})",
+            f"{sequences} x {positions:,} x {vocab_local:,} x {per} B = {total:,} B",
+        )
+    if tokens <= 0 or not at:
+        return None
+    return PhasedComponent(
+        name="logits",
+        label=f"log-probs of the {what} (16-bit logits, TRL selective_log_softmax)",
+        source=TRL_LOGPS_SOURCE,
+        at=at,
+        model_role=role,
+    )
+
+
+def _swap_logits(fp: ModelFootprint, part: PhasedComponent | None) -> ModelFootprint:
+    """`fp` with its logits part (last PP stage only) replaced by `part`."""
+    if not any(p.name == "logits" for p in fp.parts):
+        return fp
+    parts = tuple(p for p in fp.parts if p.name != "logits") + ((part,) if part is not None else ())
+    return replace(fp, parts=parts)
+
+
 def _other_model(
     rs: ResolvedScenario, name: str | None, role: str, assumptions: list[Assumption]
 ) -> ModelRef:
@@ -122,25 +179,47 @@ def _other_model(
     return rs.model
 
 
+def _replace_assumption(rs: ResolvedScenario, field: str, value: object, reason: str) -> None:
+    rs.assumptions[:] = [a for a in rs.assumptions if a.field != field]
+    rs.assumptions.append(Assumption(field=field, value=value, reason=reason))
+
+
 def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
-    """(prompt_len, max_new_tokens, rollout prompts, generations per prompt), defaults recorded."""
+    """(prompt_len, max_new_tokens, rollout sequences per GPU, generations per prompt), defaults recorded."""
     sc, changes, new = rs.scenario, {}, []
+    assumed = {a.field for a in rs.assumptions}
+    seq_assumed = "seq_len" in assumed  # resolve() already filled its SFT default
+    if rs.task == "grpo" and seq_assumed and sc.max_new_tokens is None:
+        # TRL GRPOConfig: max_prompt_length=512, max_completion_length=256 (not the SFT cutoff_len)
+        rs.seq = GRPO_DEFAULT_PROMPT_LEN + GRPO_DEFAULT_COMPLETION_LEN
+        changes["seq_len"] = rs.seq
+        _replace_assumption(
+            rs,
+            "seq_len",
+            rs.seq,
+            "TRL GRPOConfig max_prompt_length=512 + max_completion_length=256 (trl/trainer/grpo_config.py)",
+        )
+    if rs.task == "grpo" and "recompute" in assumed and rs.recompute == "none":
+        # open-r1 GRPO recipes (recipes/*/grpo/config_*.yaml) and TRL's GRPO examples set it on
+        rs.recompute = "full"
+        changes.update(recompute="full", gradient_checkpointing=True)
+        _replace_assumption(
+            rs,
+            "recompute",
+            "full",
+            "gradient_checkpointing=True, as in the open-r1 GRPO recipes "
+            "(huggingface/open-r1 recipes/Qwen2.5-Math-7B/grpo/config_simple_rl.yaml)",
+        )
     max_new = sc.max_new_tokens or 0
     if sc.max_new_tokens is None and rs.task != "dpo":  # DPO scores given pairs: no generation
-        max_new = rs.seq // 2
+        if rs.task == "grpo" and seq_assumed:
+            max_new = GRPO_DEFAULT_COMPLETION_LEN
+            reason = "TRL GRPOConfig max_completion_length=256"
+        else:
+            max_new = rs.seq // 2
+            reason = "half of seq_len is the response"
         changes["max_new_tokens"] = max_new
-        new.append(
-            Assumption(field="max_new_tokens", value=max_new, reason="half of seq_len is the response")
-        )
-    rollout = sc.rollout_batch_size
-    if rollout is None and rs.task != "dpo":
-        rollout = rs.batch
-        changes["rollout_batch_size"] = rollout
-        new.append(
-            Assumption(
-                field="rollout_batch_size", value=rollout, reason="one micro-batch of prompts per rollout"
-            )
-        )
+        new.append(Assumption(field="max_new_tokens", value=max_new, reason=reason))
     gens = 1
     if rs.task == "grpo":
         gens = sc.num_generations or GRPO_DEFAULT_NUM_GENERATIONS
@@ -151,10 +230,38 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
                     field="num_generations", value=gens, reason="TRL GRPOConfig default num_generations=8"
                 )
             )
+    rollout = sc.rollout_batch_size
+    if rs.task == "grpo":
+        # trl grpo_trainer RepeatRandomSampler: per_device_train_batch_size counts COMPLETIONS; the G
+        # completions of a prompt are spread over the global batch; each process generates its own
+        # micro-batch. A stated rollout_batch_size counts prompts: x G completions.
+        sequences = rollout * gens if rollout else rs.batch
+        if rollout is None:
+            new.append(
+                Assumption(
+                    field="rollout_batch_size",
+                    value=None,
+                    reason=f"each GPU generates its own micro-batch of {rs.batch} completion(s): TRL "
+                    "per_device_train_batch_size counts completions, the G generations of a prompt are "
+                    "spread over the global batch (trl grpo_trainer RepeatRandomSampler)",
+                )
+            )
+    else:
+        if rollout is None and rs.task != "dpo":
+            rollout = rs.batch
+            changes["rollout_batch_size"] = rollout
+            new.append(
+                Assumption(
+                    field="rollout_batch_size",
+                    value=rollout,
+                    reason="one micro-batch of prompts per rollout",
+                )
+            )
+        sequences = rollout or rs.batch
     if changes:
         rs.scenario = sc.model_copy(update=changes)
-        rs.assumptions.extend(new)
-    return max(1, rs.seq - max_new), max_new, rollout or rs.batch, gens
+    rs.assumptions.extend(new)
+    return max(1, rs.seq - max_new), max_new, sequences, gens
 
 
 def _frozen(
@@ -164,16 +271,28 @@ def _frozen(
     *,
     batch: int,
     seq: int,
-    all_positions: bool,
+    score_positions: int,
     resident_phases: tuple[str, ...],
     score_phase: str,
     offload: bool,
 ) -> list[PhasedComponent]:
     """A frozen model: weights resident in `resident_phases` (only `score_phase` when offloaded),
-    plus its no-grad forward transient in `score_phase`."""
+    plus its no-grad forward transient in `score_phase` and the log-probs of `score_positions`
+    positions per sequence (0: a reward model's single score, no vocabulary logits)."""
     fwd = model_footprint(
-        rs, model=model, role=role, mode="forward", batch=batch, seq=seq, all_position_logits=all_positions
+        rs, model=model, role=role, mode="forward", batch=batch, seq=seq, all_position_logits=False
     )
+    if score_positions and (fwd.stage is None or fwd.stage.last):
+        lp = _logps_part(
+            rs,
+            model,
+            role,
+            sequences=batch,
+            positions=score_positions,
+            at_bytes={"forward": TRL_LOGPS_NOGRAD_BYTES},
+            what="scored tokens, no_grad",
+        )
+        fwd = replace(fwd, parts=fwd.parts + ((lp,) if lp else ()))
     zero3 = rs.layout.zero_stage >= 3 and rs.layout.dp > 1
     divide = rs.layout.dp if zero3 else 1
     parts = _take(
@@ -210,11 +329,26 @@ def _trained(
     resident_phases: tuple[str, ...],
     trainable=None,
     adapters: bool | None = None,
+    logps_positions: int | None = None,
+    what: str = "completion tokens",
 ) -> tuple[ModelFootprint, list[PhasedComponent]]:
-    """A trained model: its own peak in `update_phase`, its persistent states in `resident_phases`."""
+    """A trained model: its own peak in `update_phase`, its persistent states in `resident_phases`.
+    `logps_positions`: the loss takes TRL's 16-bit log-probs of that many positions per sequence
+    instead of the SFT fp32 cross-entropy over every position (0: no vocabulary logits, a value head)."""
     tr = model_footprint(
         rs, model=model, role=role, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
     )
+    if logps_positions is not None:
+        lp = _logps_part(
+            rs,
+            model,
+            role,
+            sequences=batch,
+            positions=logps_positions,
+            at_bytes={"end_of_forward": TRL_LOGPS_FORWARD_BYTES, "backward": TRL_LOGPS_BACKWARD_BYTES},
+            what=what,
+        )
+        tr = _swap_logits(tr, lp)
     parts = _take(tr, tr.peak_phase(), (update_phase,), role=role)
     parts += _take(tr, "optimizer_step", resident_phases, role=role, only=PERSISTENT_TRAIN_PARTS)
     return tr, parts
@@ -264,7 +398,11 @@ def _actor_rollout(
 def _ppo(
     rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[Assumption]
 ) -> ModelFootprint:
+    """TRL PPOTrainer: rollouts by generate under no_grad, then minibatch updates on the rollouts.
+    Log-probs only of the response positions (ppo_trainer: logits[:, context_length - 1 : -1]); the critic
+    (AutoModelForSequenceClassification, num_labels=1) has a value head, no vocabulary logits."""
     seq, b = rs.seq, rs.batch
+    response = max(1, seq - prompt_len)
     phases = ("rollout", "score_reference", "score_reward", "score_critic", "actor_update", "critic_update")
     offload = bool(rs.scenario.reference_offload)
     critic_ref = _other_model(rs, rs.scenario.critic_model, "critic", assumptions)
@@ -278,6 +416,8 @@ def _ppo(
         seq=seq,
         update_phase="actor_update",
         resident_phases=tuple(p for p in phases if p not in ("actor_update", "rollout")),
+        logps_positions=response,
+        what="response tokens",
     )
     critic_trainable = None
     if rs.adapters:  # OpenRLHF: --lora_rank applies to actor and critic
@@ -295,6 +435,7 @@ def _ppo(
         resident_phases=tuple(p for p in phases if p != "critic_update"),
         trainable=critic_trainable,
         adapters=rs.adapters,
+        logps_positions=0,
     )
     parts += critic_parts
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
@@ -303,14 +444,14 @@ def _ppo(
         rs, model=critic_ref, role="critic", mode="forward", batch=rollout, seq=seq, all_position_logits=False
     )
     parts += _take(critic_fwd, "forward", ("score_critic",), role="critic", skip=STATIC_PARTS)
-    parts += _reference(rs, rollout, seq, phases, "score_reference", offload)
+    parts += _reference(rs, rollout, seq, response, phases, "score_reference", offload)
     parts += _frozen(
         rs,
         reward_ref,
         "reward",
         batch=rollout,
         seq=seq,
-        all_positions=False,
+        score_positions=0,
         resident_phases=phases,
         score_phase="score_reward",
         offload=offload,
@@ -319,15 +460,22 @@ def _ppo(
 
 
 def _reference(
-    rs: ResolvedScenario, batch: int, seq: int, phases: tuple[str, ...], score_phase: str, offload: bool
+    rs: ResolvedScenario,
+    batch: int,
+    seq: int,
+    positions: int,
+    phases: tuple[str, ...],
+    score_phase: str,
+    offload: bool,
 ) -> list[PhasedComponent]:
     """The reference: a frozen copy of the policy, or (LoRA/QLoRA) the policy with adapters disabled:
-    only its forward transient, no second set of weights (TRL: ref_model = None for PEFT models)."""
+    only its forward transient, no second set of weights (TRL: ref_model = None for PEFT models).
+    Its log-probs cover `positions` positions per sequence, computed under torch.no_grad."""
     if rs.adapters:
         fwd = model_footprint(
-            rs, role="reference", mode="forward", batch=batch, seq=seq, all_position_logits=True
+            rs, role="reference", mode="forward", batch=batch, seq=seq, all_position_logits=False
         )
-        return _take(
+        parts = _take(
             fwd,
             "forward",
             (score_phase,),
@@ -335,13 +483,25 @@ def _reference(
             skip=STATIC_PARTS,
             note="adapters disabled on the policy: no second copy of the base (TRL with PEFT)",
         )
+        if fwd.stage is None or fwd.stage.last:
+            lp = _logps_part(
+                rs,
+                rs.model,
+                "reference",
+                sequences=batch,
+                positions=positions,
+                at_bytes={score_phase: TRL_LOGPS_NOGRAD_BYTES},
+                what="scored tokens, no_grad",
+            )
+            parts += [lp] if lp else []
+        return parts
     return _frozen(
         rs,
         rs.model,
         "reference",
         batch=batch,
         seq=seq,
-        all_positions=True,
+        score_positions=positions,
         resident_phases=phases,
         score_phase=score_phase,
         offload=offload,
@@ -349,10 +509,13 @@ def _reference(
 
 
 def _grpo(
-    rs: ResolvedScenario, prompt_len: int, rollout: int, gens: int, assumptions: list[Assumption]
+    rs: ResolvedScenario, prompt_len: int, sequences: int, gens: int, assumptions: list[Assumption]
 ) -> ModelFootprint:
+    """TRL GRPOTrainer: the policy trains on its micro-batch of `batch_size` completions (generations
+    spread over the global batch, not multiplied into it), log-probs of the completion positions only
+    (logits_to_keep); the reference scores the same micro-batch under no_grad."""
     seq = rs.seq
-    sequences = rollout * gens
+    completion = max(1, seq - prompt_len)
     has_rm = bool(rs.scenario.reward_model)
     phases = ("rollout", "score_reference") + (("score_reward",) if has_rm else ()) + ("actor_update",)
     offload = bool(rs.scenario.reference_offload)
@@ -360,22 +523,29 @@ def _grpo(
         rs,
         rs.model,
         "actor",
-        batch=rs.batch * gens,
+        batch=rs.batch,
         seq=seq,
         update_phase="actor_update",
         resident_phases=tuple(p for p in phases if p not in ("actor_update", "rollout")),
+        logps_positions=completion,
     )
-    parts += _actor_rollout(rs, actor_fp, sequences=sequences, prompt_len=prompt_len, seq=seq, role="actor")
-    parts += _reference(rs, sequences, seq, phases, "score_reference", offload)
+    if rs.scenario.gpu_memory_utilization is not None:  # vLLM colocate mode
+        parts += _take(actor_fp, "optimizer_step", ("rollout",), role="actor", only=PERSISTENT_TRAIN_PARTS)
+    else:
+        parts += _actor_rollout(
+            rs, actor_fp, sequences=sequences, prompt_len=prompt_len, seq=seq, role="actor"
+        )
+    # the reference scores in chunks of per_device_train_batch_size (trl _get_per_token_logps batch_size)
+    parts += _reference(rs, min(sequences, rs.batch), seq, completion, phases, "score_reference", offload)
     if has_rm:
         reward_ref = _other_model(rs, rs.scenario.reward_model, "reward", assumptions)
         parts += _frozen(
             rs,
             reward_ref,
             "reward",
-            batch=sequences,
+            batch=min(sequences, rs.batch),
             seq=seq,
-            all_positions=False,
+            score_positions=0,
             resident_phases=phases,
             score_phase="score_reward",
             offload=offload,
@@ -388,11 +558,43 @@ def _grpo(
                 reason="GRPO with rule-based reward functions: no reward model on the GPU",
             )
         )
+    parts += _vllm_colocate(rs, phases)
     return _assemble(rs, phases, parts, actor_fp)
 
 
+def _vllm_colocate(rs: ResolvedScenario, phases: tuple[str, ...]) -> list[PhasedComponent]:
+    """TRL use_vllm=True, vllm_mode="colocate": the vLLM engine in every training process reserves
+    vllm_gpu_memory_utilization x card memory (its weights copy + KV blocks) for the whole run
+    (trl grpo_config.py vllm_gpu_memory_utilization; no sleep mode)."""
+    gmu = rs.scenario.gpu_memory_utilization
+    if gmu is None:
+        return []
+    card = rs.gpu.memory_bytes
+    reserved = int(card * gmu)
+    at = {
+        ph: (
+            reserved,
+            "vllm_gpu_memory_utilization x card memory",
+            f"{gmu} x {card:,} B = {reserved:,} B",
+        )
+        for ph in phases
+    }
+    return [
+        PhasedComponent(
+            name="vllm_reservation",
+            label="vLLM colocate engine (weights copy + KV blocks)",
+            source="trl grpo_trainer vllm_mode='colocate'; vllm gpu_memory_utilization (vllm/config/cache.py)",
+            at=at,
+            model_role="actor",
+        )
+    ]
+
+
 def _dpo(rs: ResolvedScenario) -> ModelFootprint:
-    seq, pairs = rs.seq, 2 * rs.batch  # chosen + rejected concatenated (TRL concatenated_forward)
+    """TRL DPOTrainer: chosen and rejected concatenated into one forward (concatenated_forward) of
+    2 x batch sequences; 16-bit log-probs of every position (selective_log_softmax); the reference's
+    under no_grad (or precomputed: precompute_ref_log_probs)."""
+    seq, pairs = rs.seq, 2 * rs.batch
     phases = ("score_reference", "policy_update")
     offload = bool(rs.scenario.reference_offload)
     policy_fp, parts = _trained(
@@ -403,8 +605,10 @@ def _dpo(rs: ResolvedScenario) -> ModelFootprint:
         seq=seq,
         update_phase="policy_update",
         resident_phases=("score_reference",),
+        logps_positions=seq,
+        what="chosen + rejected tokens",
     )
-    parts += _reference(rs, pairs, seq, phases, "score_reference", offload)
+    parts += _reference(rs, pairs, seq, seq, phases, "score_reference", offload)
     return _assemble(rs, phases, parts, policy_fp)
 
 

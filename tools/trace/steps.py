@@ -36,7 +36,6 @@ from tools.trace.tracker import (
 )
 
 TRAIN_TASKS = ("full_finetune", "pretrain", "lora")
-ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass
@@ -170,7 +169,9 @@ def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
     from peft import LoraConfig, get_peft_model
     from peft.tuners.tuners_utils import BaseTunerLayer
 
-    targets = list(ALL_LINEAR) if req.lora_targets == ["all-linear"] else list(req.lora_targets)
+    # PEFT resolves "all-linear" itself: every Linear/Conv1D except the output layer
+    all_linear = any(t.strip().lower() in ("all-linear", "all_linear", "all") for t in req.lora_targets)
+    targets: str | list[str] = "all-linear" if all_linear else list(req.lora_targets)
     config = LoraConfig(
         r=int(req.lora_rank or 8),
         lora_alpha=2 * int(req.lora_rank or 8),
@@ -192,7 +193,18 @@ def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
         mock.patch.object(BaseTunerLayer, "_move_adapter_to_device_of_base_layer", _move_adapter_by_reassign),
         mock.patch.object(torch.nn.Module, "to", to_same_device_is_noop),
     ):
-        return get_peft_model(model, config)
+        try:
+            return get_peft_model(model, config)
+        except ValueError as exc:  # PEFT: "Target modules {...} not found in the base model"
+            from tools.errors import ScenarioError
+
+            kinds = ("Linear", "Conv1D")  # torch Linear; transformers' GPT-2 Conv1D
+            names = sorted(
+                {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if type(m).__name__ in kinds}
+            )
+            raise ScenarioError(
+                "lora_targets", str(exc).splitlines()[0][:160], accepted="all-linear or " + ", ".join(names)
+            ) from exc
 
 
 def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:

@@ -62,9 +62,9 @@ _PHASE_DEFAULT = {
 _ATTENTION_OP_WORDS = ("attention", "softmax", "baddbmm", "bmm")
 
 
-def block_bytes(nbytes: int) -> int:
+def block_bytes(nbytes: int, block: int = CUDA_BLOCK_BYTES) -> int:
     """Bytes the CUDA caching allocator hands out for a request of `nbytes` (512-byte blocks)."""
-    return -(-int(nbytes) // CUDA_BLOCK_BYTES) * CUDA_BLOCK_BYTES
+    return -(-int(nbytes) // block) * block
 
 
 @dataclass
@@ -105,8 +105,10 @@ class TraceReport:
 class MemoryTracker(TorchDispatchMode):
     """Counts every live storage created while active (plus those registered explicitly)."""
 
-    def __init__(self) -> None:
+    def __init__(self, block: int = CUDA_BLOCK_BYTES) -> None:
+        """`block`: allocation granularity (512 = CUDA caching allocator; 1 = exact tensor bytes)."""
         super().__init__()
+        self.block = block
         self.live_bytes = 0
         self.peak_bytes = 0
         self.phase = "setup"
@@ -128,7 +130,7 @@ class MemoryTracker(TorchDispatchMode):
     def register_storage(self, storage: torch.UntypedStorage, autocast_copy: bool = False) -> int:
         """Count a storage once; update its size if it was resized in place."""
         sid = id(storage)
-        nbytes = block_bytes(storage.nbytes())
+        nbytes = block_bytes(storage.nbytes(), self.block)
         serial = self._serial_by_id.get(sid)
         if serial is not None:
             old, phase, cast = self._live[serial]
