@@ -143,3 +143,134 @@ def test_cost_model_step_time() -> None:
     both = step_time_factor(s, {"recompute": "full", "offload_optimizer": "cpu", "zero_stage": 2})
     assert both == pytest.approx(SLOWDOWN_RECOMPUTE * SLOWDOWN_OFFLOAD_OPTIMIZER)
     assert step_time_factor(s, {"batch_size": 1}) > 1.0
+
+
+# --- QA pass: suggestion text, minimal and sensible stacks, min_gpus layout --------------------------------
+
+QA_SCENARIOS = {
+    "70b_qlora_4090": Scenario(model="llama-2-70b", task="qlora", gpu="4090", batch_size=4, seq_len=4096),
+    "8b_full_4090": FULL_FT_ON_4090,
+    "1.5b_grpo_4090": Scenario(model="qwen2.5-1.5b", task="grpo", gpu="4090"),
+    "13b_zero3_offload_8xa100_40": Scenario(
+        model="llama-2-13b",
+        task="full_finetune",
+        gpu="a100-40gb",
+        num_gpus=8,
+        zero_stage=3,
+        offload_optimizer="cpu",
+        offload_params="cpu",
+    ),
+    "70b_serve_2xa100": Scenario(
+        model="llama-3-70b", task="inference", gpu="a100-80gb", num_gpus=2, tp=2, batch_size=8, seq_len=8192
+    ),
+    "7b_serve_4090": Scenario(model="qwen2.5-7b", task="inference", gpu="4090", batch_size=16, seq_len=4096),
+}
+
+
+def _plan(name: str, limit: int = 8):
+    base = estimate(QA_SCENARIOS[name], plan=False)
+    return base, plan(base, limit=limit)
+
+
+@pytest.mark.parametrize("name", sorted(QA_SCENARIOS))
+def test_suggestion_text_never_says_1_gpus(name: str) -> None:
+    """QA: the English suggestion JSON said "on 1 GPUs (a single GPU)"."""
+    _, result = _plan(name)
+    for sg in result.suggestions:
+        assert "1 GPUs" not in sg.change and "1 GPU(s)" not in (sg.rationale or "")
+
+
+def test_fewer_gpus_only_when_more_were_asked_than_needed() -> None:
+    """QA: "use a single GPU" was offered for an 8-GPU ZeRO-3 offload job. It is said only when the job
+    fits as asked, and phrased as "enough instead of the N asked for"; 13B with ZeRO-3 + CPU offload of
+    parameters and optimizer keeps ~22 GiB per GPU on one A100 40GB."""
+    base, result = _plan("13b_zero3_offload_8xa100_40")
+    assert base.fits and result.min_gpus == 1 and result.min_gpus_changes == {"num_gpus": 1}
+    (sg,) = result.suggestions
+    assert sg.change == "a single GPU is enough instead of the 8 asked for (same settings)"
+    assert sg.num_gpus == 1 and sg.fits and 20 * 2**30 < sg.total_bytes < 25 * 2**30
+    # a job that does not fit is never told to use fewer GPUs than it asked for
+    for name in ("70b_qlora_4090", "8b_full_4090", "70b_serve_2xa100", "7b_serve_4090"):
+        b, r = _plan(name)
+        n0 = b.scenario.num_gpus or 1
+        assert all(sg.num_gpus >= n0 for sg in r.suggestions)
+        assert not any("enough instead of" in sg.change for sg in r.suggestions)
+
+
+@pytest.mark.parametrize("name", ["70b_qlora_4090", "8b_full_4090", "1.5b_grpo_4090"])
+def test_no_contradictory_stacks(name: str) -> None:
+    """QA: QLoRA was stacked with ZeRO-3 parameter offload (DeepSpeed does not offload bnb 4-bit weights;
+    the adapters' optimizer is tiny), and 8-bit AdamW with CPU optimizer offload (CPU Adam keeps fp32
+    states: the 8-bit GPU optimizer is moot)."""
+    _, result = _plan(name)
+    assert result.suggestions
+    for sg in result.suggestions:
+        c = sg.scenario_changes
+        quantized = c.get("task") == "qlora" or c.get("weight_dtype") in ("nf4", "int4", "int8")
+        offload = c.get("offload_params") == "cpu" or c.get("offload_optimizer") == "cpu"
+        assert not (quantized and offload), sg.change
+        assert not (offload and str(c.get("optimizer", "")).endswith("8bit")), sg.change
+    if name == "70b_qlora_4090":
+        # 70B in NF4 is ~35 GiB of weights: no single 24 GB card holds it; TP=4 over 4 cards does (18.4 GiB)
+        (sg,) = result.suggestions
+        assert sg.scenario_changes == {"num_gpus": 4, "tp": 4, "sequence_parallel": True}
+        assert sg.change == "use 4 GPUs instead of 1 (TP=4 with sequence parallel)"
+
+
+def test_int4_weights_alone_is_offered_and_suggestions_are_minimal() -> None:
+    """QA: "int4 weights" was hidden behind "fp8 KV cache + int4 weights". Llama-3-70B on 2 x A100 80GB
+    (TP=2, 8 x 8k tokens): fp8 weights alone (one fidelity step) and int4 weights alone both fit."""
+    _, result = _plan("70b_serve_2xa100")
+    changes = [sg.scenario_changes for sg in result.suggestions]
+    assert {"weight_dtype": "fp8", "quant_method": "fp8"} in changes
+    assert {"weight_dtype": "int4", "quant_method": "awq", "quant_group_size": 128} in changes
+    assert not any(c.get("kv_dtype") == "fp8" and c.get("weight_dtype") for c in changes)
+    # ordered by the cost model: fp8 (fidelity 1) before int4 (fidelity 2) before 4 GPUs
+    assert [sg.num_gpus for sg in result.suggestions] == [2, 2, 4]
+    assert result.suggestions[0].scenario_changes["weight_dtype"] == "fp8"
+
+
+@pytest.mark.parametrize("name", sorted(QA_SCENARIOS))
+def test_no_suggestion_is_a_superset_of_a_cheaper_one(name: str) -> None:
+    base, result = _plan(name)
+    s = base.scenario
+    sgs = result.suggestions
+    for i, a in enumerate(sgs):
+        for b in sgs[i + 1 :]:
+            ca, cb = a.scenario_changes, b.scenario_changes
+            cheaper = (a.num_gpus, fidelity_rank(s, ca), step_time_factor(s, ca)) <= (
+                b.num_gpus,
+                fidelity_rank(s, cb),
+                step_time_factor(s, cb),
+            )
+            assert not (cheaper and ca.items() <= cb.items()), (a.change, b.change)
+
+
+def test_each_ladder_suggestion_is_pruned_to_what_is_needed() -> None:
+    """Llama-3-8B full fine-tune on one 4090: the QLoRA way out needs micro-batch 1, not an extra
+    gradient-checkpointing move (QLoRA's default already recomputes); dropping any one of the offload
+    suggestion's moves no longer fits."""
+    _, result = _plan("8b_full_4090")
+    qlora = next(sg for sg in result.suggestions if sg.scenario_changes.get("task") == "qlora")
+    assert "gradient_checkpointing" not in qlora.scenario_changes
+    assert qlora.scenario_changes["batch_size"] == 1
+    off = next(sg for sg in result.suggestions if sg.scenario_changes.get("offload_params") == "cpu")
+    groups = [("gradient_checkpointing", "recompute"), ("batch_size", "gradient_accumulation_steps")]
+    for group in groups:
+        rest = {k: v for k, v in off.scenario_changes.items() if k not in group}
+        assert not estimate(FULL_FT_ON_4090.merged(**rest), plan=False).fits, group
+
+
+def test_planner_exposes_the_min_gpus_layout() -> None:
+    """Estimate.min_gpus_changes comes straight from PlanResult.min_gpus_changes (not read back from the
+    suggestion list): Llama-2-7B full fine-tune on A100 80GB needs 2 cards with ZeRO-3."""
+    s = Scenario(model="llama-2-7b", task="full_finetune", gpu="a100")
+    result = plan(estimate(s, plan=False), limit=1)
+    assert result.min_gpus == 2 and result.min_gpus_changes == {"num_gpus": 2, "zero_stage": 3}
+    assert estimate(s).min_gpus_changes == result.min_gpus_changes
+    fits = plan(estimate(Scenario(model="llama-2-7b", task="lora", gpu="a100-80gb"), plan=False))
+    assert fits.min_gpus == 1 and fits.min_gpus_changes == {}
+    none = plan(
+        estimate(Scenario(model="llama-3.1-405b", task="full_finetune", gpu="t4"), plan=False), max_gpus=4
+    )
+    assert none.min_gpus is None and none.min_gpus_changes is None

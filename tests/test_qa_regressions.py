@@ -371,3 +371,30 @@ def test_chinese_answers_keep_known_notes_in_chinese() -> None:
     assert "exceeds" not in zh
     q = render_answer(estimate(Scenario(model="qwen2.5-14b", task="qlora", gpu="4090"), plan=False), "zh")
     assert "prepare_model_for_kbit_training 会把未量化的参数（嵌入、LM head、归一化）转成 fp32" in q
+
+
+# --- RL figures and planner suggestions (H10) ----------------------------------------------------------
+
+
+def test_grpo_7b_on_8_h800_is_not_264_gib() -> None:
+    """'GRPO Qwen2.5-7B 8 generations on 8 H800' said 264.35 GiB per GPU: fp32 logits of 8 x 2048 tokens x
+    152k vocab (32.48 GiB) and 8 sequences of activations. TRL trains on per_device_train_batch_size
+    completions (the 8 generations are spread over the 8 GPUs) and scores only the completion positions
+    (logits_to_keep). As asked (8 plain DDP replicas, no ZeRO) the 16 B/param states alone are 113 GB,
+    so it still does not fit; ZeRO-2 over the 8 GPUs does."""
+    text = answer_text("GRPO Qwen2.5-7B 8 generations on 8 H800")
+    e = estimate(Scenario(model="qwen2.5-7b", task="grpo", gpu="h800", num_gpus=8, num_generations=8))
+    logits = e.component("logits")
+    # 1 completion x 256 positions (TRL max_completion_length) x 152,064 x 6 B = 0.22 GiB (was 32.48 GiB)
+    assert logits is not None and logits.bytes == 256 * 152_064 * 6 == 233_570_304
+    assert e.per_gpu.total_bytes < 140 * GiB and not e.fits
+    assert "264.35 GiB" not in text and f"**{fmt_gib(e.per_gpu.total_bytes)}** per GPU" in text
+    assert "ZeRO-2 over 8 data-parallel GPUs" in text
+
+
+def test_fewer_gpus_are_phrased_as_more_than_needed_in_both_languages() -> None:
+    """'serve Llama-2-7B on 8 A100' fits on one card; the suggestion said only 'use a single GPU'."""
+    en = answer_text("serve Llama-2-7B on 8 A100")
+    assert "1. a single GPU is enough (you asked for 8): **16.26 GiB** per GPU on 1 GPU, fits." in en
+    zh = answer_text("用8张A100部署 Llama-2-7B 推理")
+    assert "1 张卡就够了（你问的是 8 张）" in zh

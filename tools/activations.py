@@ -56,9 +56,17 @@ class SaveMask:
     attn_out: bool = True  # o_proj trains -> its (contiguous) input is saved
     mlp_in: bool = True  # gate/up train -> the post-attention norm's output is saved
     mlp_out: bool = True  # down_proj trains -> the SwiGLU product is saved
+    # PEFT LoRA with fp32 adapters under autocast (peft/tuners/lora/layer.py Linear.forward:
+    # `x = self._cast_input_dtype(x, lora_A.weight.dtype)`, then autocast casts it back to 16 bits for
+    # lora_A's matmul): every targeted linear saves its OWN 16-bit copy of its input instead of sharing
+    # the producer's tensor. Counts: how many targeted linears read each input (traced llama-2-7b
+    # LoRA q,v: +2h B/token/layer over one shared copy; qwen3-8b: exact with the q/k-norm terms).
+    own_input_copies: bool = False
+    attn_in_targets: int = 0
+    mlp_in_targets: int = 0
 
     @classmethod
-    def for_targets(cls, targets: tuple[str, ...] | frozenset[str]) -> SaveMask:
+    def for_targets(cls, targets: tuple[str, ...] | frozenset[str], *, own_input_copies: bool = False) -> SaveMask:
         t = set(targets)
         return cls(
             norm_weights=False,
@@ -66,6 +74,10 @@ class SaveMask:
             attn_out=bool(t & ATTN_OUT_LINEARS),
             mlp_in=bool(t & MLP_IN_LINEARS),
             mlp_out=bool(t & MLP_OUT_LINEARS),
+            own_input_copies=own_input_copies,
+            # projections reading the norm output (MLA: q_proj/q_a_proj and kv_a_proj_with_mqa)
+            attn_in_targets=len(t & (ATTN_IN_LINEARS - {"q_b_proj", "kv_b_proj"})),
+            mlp_in_targets=len(t & MLP_IN_LINEARS),
         )
 
 
@@ -159,15 +171,19 @@ class LlamaBlock:
         # norms (replicated under TP without SP): the fp32 upcast copy always; the normalised tensor
         # when the norm weight trains; the output when a consuming linear trains. The first two norms
         # feed attention and MLP; extra ones (Gemma's post-norms) feed the residual add.
-        upcast, normed = cal.RMSNORM_FP32_UPCAST_BYTES, cal.RMSNORM_NORMALIZED_SAVED_COPIES * B
+        # `weight * hidden.to(input_dtype)` saves the normalised tensor in the residual dtype (fp32
+        # under amp: fp32 embeddings keep the residual stream fp32)
+        upcast = cal.RMSNORM_FP32_UPCAST_BYTES
+        normed = cal.RMSNORM_NORMALIZED_SAVED_COPIES * residual_bytes
         out_copy = cal.RMSNORM_OUTPUT_SAVED_COPIES * B
         own = upcast + (normed if mask.norm_weights else 0)
+        attn_in_n, mlp_in_n = self._input_consumers(arch, mask, residual_bytes != B)
         norm = (
-            2 * own
-            + out_copy * (int(mask.attn_in) + int(mask.mlp_in))
-            + max(0, arch.norms_per_layer - 2) * own
-        ) * h
+            2 * own + out_copy * (attn_in_n + mlp_in_n) + max(0, arch.norms_per_layer - 2) * own
+        ) * h + cal.RMSNORM_RSQRT_BYTES * arch.norms_per_layer
         o_in = cal.ATTN_O_PROJ_INPUT_COPIES if mask.attn_out else 0
+        if mask.attn_out and mask.own_input_copies:
+            o_in = 1  # the LoRA path's own 16-bit copy of o_proj's input
         if arch.kv_lora_rank:  # MLA: per-head q/k of (nope + rope), v of v_head_dim, latent norms
             qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
             vd = int(arch.v_head_dim or d)
@@ -181,6 +197,11 @@ class LlamaBlock:
                 cal.ATTN_Q_SAVED_COPIES * B * a * d
                 + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
                 + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
+            )
+        if arch.qk_norm:  # Qwen3/Gemma3 q_norm/k_norm: per-head RMSNorm before RoPE (RoPE's mul saves cos/sin only)
+            g_heads = max(1, arch.kv_heads)
+            attn += (upcast + (B if mask.norm_weights else 0)) * (a + g_heads) * d + cal.RMSNORM_RSQRT_BYTES * (
+                a + g_heads
             )
         mlp = self._mlp_per_token(arch, B, mask)
         if flash:
@@ -212,6 +233,24 @@ class LlamaBlock:
         )
 
     @staticmethod
+    def _input_consumers(arch: Architecture, mask: SaveMask, fp32_norm_out: bool) -> tuple[int, int]:
+        """16-bit copies of the two norm outputs saved for backward (attention input, MLP input).
+
+        One shared tensor when the norm output is already 16-bit and its consumers' weights train;
+        one copy PER consumer when each consumer casts it: autocast over an fp32 norm output (amp:
+        fp32 residual, each linear's autocast cast is a separate tensor), or PEFT's fp32 LoRA path."""
+        from tools.params import NAMINGS
+
+        if mask.own_input_copies:
+            return mask.attn_in_targets, mask.mlp_in_targets
+        if not fp32_norm_out:
+            return int(mask.attn_in), int(mask.mlp_in)
+        naming = NAMINGS.get(arch.module_names, NAMINGS["llama"])
+        attn_n = 1 if naming.qkv else (2 if arch.kv_lora_rank else 3)
+        mlp_n = 1 if (naming.gate_up or not arch.gated_mlp) else 2
+        return attn_n * int(mask.attn_in), mlp_n * int(mask.mlp_in)
+
+    @staticmethod
     def _mlp_per_token(arch: Architecture, B: int, mask: SaveMask) -> float:
         copies = cal.MLP_GATED_SAVED_COPIES if arch.gated_mlp else cal.MLP_PLAIN_SAVED_COPIES
         copies += cal.MLP_DOWN_INPUT_COPIES if mask.mlp_out else 0
@@ -236,10 +275,13 @@ def block_for(arch: Architecture) -> GptBlock | LlamaBlock:
 
 @dataclass(frozen=True)
 class StageActivations:
-    bytes: int
+    bytes: int  # at the largest moment: kept + live
     formula: str
     substituted: str
     source: str
+    kept: int = 0  # saved across the whole forward/backward (all layers, or the layer inputs under full recompute)
+    live: int = 0  # full recompute: the recomputed layer's activations, only while its backward runs
+    layer_full: int = 0  # one layer's full saved set (the last layer's backward runs with it alive)
 
 
 class NoRecompute:
@@ -316,11 +358,15 @@ def stage_activations(
         mask=mask,
     )
     total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
+    live = cal.RECOMPUTE_LIVE_LAYERS * layer.full if recompute == "full" else 0
     return StageActivations(
         total,
         f"{formula}; {layer.formula}",
         f"{subst}; per layer: {layer.substituted}",
         block.source,
+        kept=total - live,
+        live=live,
+        layer_full=layer.full if n_layers else 0,
     )
 
 
@@ -353,3 +399,15 @@ def inference_transient(
     if scores:
         subst += f" + {int(scores):,} B"
     return total, formula, subst + f" = {total:,} B"
+
+
+def final_norm_bytes(arch: Architecture, *, tokens: int, act_bytes: int, residual_bytes: int, trains: bool) -> int:
+    """Saved tensors of the final norm before the LM head (whole model trains: its weight and the LM
+    head's; LoRA: only the fp32 upcast). RMSNorm (modeling_llama LlamaRMSNorm): fp32 upcast + rsqrt
+    per token, the normalised tensor (residual dtype) and the LM head's 16-bit input when they train.
+    LayerNorm (GPT-2): its input + mean/rstd per token, the LM head's input when it trains."""
+    h = arch.hidden_size
+    out = act_bytes if trains else 0
+    if arch.block_style == "gpt":
+        return tokens * ((residual_bytes + out) * h + 8)
+    return tokens * ((cal.RMSNORM_FP32_UPCAST_BYTES + (residual_bytes if trains else 0) + out) * h + 4)

@@ -23,14 +23,17 @@ from tools.units import GiB, MiB
 # ---------------------------------------------------------------------------------------------
 RMSNORM_FP32_UPCAST_BYTES = 4  # per element of h: fp32 copy saved by pow()/mul() in LlamaRMSNorm (always)
 RMSNORM_NORMALIZED_SAVED_COPIES = 1  # x B x h: saved by `weight * hidden` only when the norm weight trains
+RMSNORM_RSQRT_BYTES = 4  # per token per norm: the fp32 rsqrt(variance) saved by `hidden * rsqrt` (traced)
 RMSNORM_OUTPUT_SAVED_COPIES = 1  # x B x h: the norm output, saved by the next linears when any of them trains
 # Attention (per element): RoPE outputs q_embed (h) and k_embed (g*d) plus v (g*d) are saved by SDPA
-# (always: the residual stream requires grad); SDPA's output is saved by SDPA, and the contiguous
-# o_proj input (transpose(1,2).contiguous(), a second tensor) only when o_proj's weight trains.
+# (always: the residual stream requires grad); SDPA's output is saved by SDPA. SDPA (flash and
+# memory-efficient, CPU and CUDA) returns a (b, s, a, d) memory layout, so o_proj's input
+# `transpose(1, 2).reshape(...)` is a view of that same storage: no second tensor (traced op by op,
+# real CPU tensors, transformers 5.24 modeling_llama; benchmarks/accuracy, H4 finding A).
 ATTN_Q_SAVED_COPIES = 1  # x B x (a*d)
 ATTN_KV_SAVED_COPIES = 2  # x B x (g*d): k_embed and v (flash/SDPA with enable_gqa: no repeat_kv copy)
 ATTN_OUT_SAVED_COPIES = 1  # x B x (a*d): SDPA output
-ATTN_O_PROJ_INPUT_COPIES = 1  # x B x (a*d): when o_proj trains
+ATTN_O_PROJ_INPUT_COPIES = 0  # x B x (a*d): o_proj input is a view of the SDPA output (traced)
 FLASH_LSE_BYTES_PER_HEAD = 4  # fp32 log-sum-exp per head per token (FlashAttention-2 softmax_lse)
 # Eager attention (modeling_llama.eager_attention_forward): matmul scores (B), fp32 softmax output
 # (softmax(dtype=float32) is saved: 4), cast probs saved by matmul(probs, v) (B). Scores themselves
@@ -65,9 +68,11 @@ RECOMPUTE_LIVE_LAYERS = 1
 # ---------------------------------------------------------------------------------------------
 
 LOGITS_LOSS_PEAK_BYTES = 10  # during the loss forward: bf16 logits + fp32 copy + fp32 log_softmax
-LOGITS_BACKWARD_PEAK_BYTES = (
-    14  # loss backward: bf16 logits + saved log_softmax + fp32 grad out + fp32 grad in
-)
+# loss backward: saved fp32 log_softmax + fp32 grad of it + fp32 grad of the upcast logits. The bf16
+# logits are not alive then (`logits.float()` saves nothing for backward and the Trainer drops the
+# model output before backward). Traced: llama-3-8b amp b1 s2048 backward temporaries = 8 B x s x V
+# beside the 4 B saved log_softmax (benchmarks/accuracy/traced_cases.json).
+LOGITS_BACKWARD_PEAK_BYTES = 12
 # Inference: HF generate / vLLM compute logits for the last position only (logits_to_keep=1) and
 # upcast them to fp32 for sampling: B + 4 bytes per element of b*V.
 INFERENCE_LOGITS_BYTES = 6

@@ -101,22 +101,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
 
 
 SUGGESTIONS_SHOWN = 4  # the cheapest few the answer lists
-PLAN_SEARCH_LIMIT = 64  # keep every non-dominated candidate, to read the min_gpus layout from it
-LAYOUT_FIELDS = frozenset({"num_gpus", "tp", "pp", "cp", "ep", "zero_stage", "sequence_parallel"})
-
-
-def _min_gpus_layout(est: Estimate, suggestions: list) -> dict[str, object] | None:
-    """How the planner's min_gpus fits: {} when the job fits as stated on its own GPU count, else the
-    layout-only suggestion on min_gpus GPUs (e.g. {"num_gpus": 2, "zero_stage": 3})."""
-    n = est.min_gpus
-    if n is None:
-        return None
-    if est.fits and n == (est.scenario.num_gpus or 1):
-        return {}
-    for sg in suggestions:
-        if sg.num_gpus == n and sg.fits and set(sg.scenario_changes) <= LAYOUT_FIELDS:
-            return dict(sg.scenario_changes)
-    return None
+PLAN_SEARCH_LIMIT = SUGGESTIONS_SHOWN  # the planner returns min_gpus and its layout separately
 
 
 def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacity | None:

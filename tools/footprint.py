@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tools import calibration as cal
-from tools.activations import FULL_MASK, SaveMask, inference_transient, stage_activations
+from tools.activations import FULL_MASK, SaveMask, final_norm_bytes, inference_transient, stage_activations
 from tools.kv_cache import SOURCE as KV_SOURCE
 from tools.kv_cache import kv_bytes, kv_specs
 from tools.logits import SOURCE as LOGITS_SOURCE
@@ -50,6 +50,7 @@ from tools.logits import inference_logits, training_logits
 from tools.lora import decoder_linears, full_trainable
 from tools.optimizers import TrainableSpec
 from tools.parallel import Stage
+from tools.phases import gradient_lifetime
 from tools.quant import DenseFormat, WeightFormat
 from tools.result import Component
 
@@ -373,10 +374,19 @@ def _train(
         )
 
     frac = trainable_local / spec.params if spec.params else 0.0
+    transient = 0
     # ---- gradients -----------------------------------------------------------------------------------
     g_div = lay.grads_divisor
     grads = trainable_local * recipe.grad_bytes // g_div
-    g_phases = all_phases if cal.GRADS_RESIDENT_ALL_STEP else ("optimizer_step",)
+    # the framework decides how long gradients live (tools.phases.gradient_lifetime)
+    life = gradient_lifetime(
+        zero_stage=lay.zero_stage,
+        recipe=recipe.name,
+        model_parallel=lay.tp * lay.pp * lay.cp > 1,
+        accumulation_steps=rs.scenario.gradient_accumulation_steps or 1,
+    )
+    g_phases = life.phases if cal.GRADS_RESIDENT_ALL_STEP else ("optimizer_step",)
+    b.notes.append(f"gradients ({life.name.replace('_', ' ')}): {life.reason}")
     if lay.offload_optimizer:
         b.notes.append(
             "ZeRO-Offload: gradient partitions, fp32 master weights and optimizer states live in CPU RAM"
@@ -527,7 +537,11 @@ def _train(
     s_local = max(1, seq // lay.cp)
     # frozen weights save no inputs: LoRA saves what its targets need; freeze tuning saves nothing
     # below the first trainable layer (no tensor there requires grad)
-    mask = SaveMask.for_targets(spec.targets) if adapters and spec.targets else FULL_MASK
+    mask = (
+        SaveMask.for_targets(spec.targets, own_input_copies=recipe.autocast_copies)
+        if adapters and spec.targets
+        else FULL_MASK
+    )
     act_layers = stage.n_layers
     if not adapters and spec.params < pb.total:
         act_layers = _trainable_layers_on_stage(spec, pb, stage)
@@ -547,19 +561,66 @@ def _train(
         in_flight=stage.in_flight,
         mask=mask,
     )
-    b.add(
-        "activations",
-        f"activations ({rs.recompute} recompute, {'flash' if rs.flash else 'eager'})",
-        act.source,
-        _same(FWD_BWD, act.bytes, act.formula, act.substituted),
-    )
+    final_norm = 0
+    if stage.last and act_layers:  # the final norm's saved tensors (its output feeds the LM head)
+        final_norm = final_norm_bytes(
+            arch,
+            tokens=batch * s_local,
+            act_bytes=recipe.activation_bytes,
+            residual_bytes=fmt.compute_bytes if adapters else recipe.residual_bytes,
+            trains=not adapters and spec.params >= pb.total,
+        )
+    kept = act.kept + final_norm
+    logits_at: dict[str, tuple[int, str, str]] = {}
     if stage.last:
         vocab_local = -(-arch.vocab_size // lay.tp)
-        tokens = batch * s_local
-        at = {}
         for ph in FWD_BWD:
-            at[ph] = training_logits(tokens=tokens, vocab_local=vocab_local, phase=ph)
-        b.add("logits", "logits and loss (fp32 upcast)", LOGITS_SOURCE, at)
+            logits_at[ph] = training_logits(tokens=batch * s_local, vocab_local=vocab_local, phase=ph)
+    # Moments (traced, benchmarks/accuracy): the loss forward and the loss backward run with every
+    # saved tensor alive but no layer being recomputed; under full recompute one layer's activations
+    # are live again only once the loss backward is done (its s*b*V tensors freed). The backward
+    # phase is the larger of the two moments.
+    loss_bwd = logits_at.get("backward", (0, "", ""))[0]
+    recompute_moment = act.live > loss_bwd
+    fn_text = f" + final norm {final_norm:,} B" if final_norm else ""
+    act_label = f"activations ({rs.recompute} recompute, {'flash' if rs.flash else 'eager'})"
+    b.add(
+        "activations",
+        act_label,
+        act.source,
+        {
+            "end_of_forward": (kept, act.formula, f"{act.substituted} (without the recomputed layer){fn_text}")
+            if act.live
+            else (kept, act.formula, act.substituted + fn_text),
+            "backward": (
+                kept + (act.live if recompute_moment else 0),
+                act.formula,
+                act.substituted + fn_text
+                if recompute_moment or not act.live
+                else f"{act.substituted} (at the loss backward: without the recomputed layer){fn_text}",
+            ),
+        },
+    )
+    if logits_at:
+        if recompute_moment:  # the recomputed layer's moment: the loss tensors are gone
+            logits_at.pop("backward")
+        b.add("logits", "logits and loss (fp32 upcast)", LOGITS_SOURCE, logits_at)
+    # HF GA=1: the end of backward (all gradients, the first layer's activations still alive) can
+    # exceed the fused optimizer step; it is reported with the step (same gradients and states).
+    if life.name == "from_backward" and spec.params and act.layer_full > transient and not lay.offload_optimizer:
+        b.parts[:] = [p for p in b.parts if p.name != "optimizer_step_temporaries"]
+        b.add(
+            "end_of_backward_activations",
+            "one layer's activations at the end of backward (all gradients alive)",
+            act.source,
+            {
+                "optimizer_step": (
+                    act.layer_full,
+                    "A_layer (the first layer's saved or recomputed tensors while its backward runs)",
+                    f"{act.layer_full:,} B",
+                )
+            },
+        )
     return ModelFootprint(all_phases, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)
 
 

@@ -11,6 +11,13 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
 3. More GPUs: for the job's strategy and for the cheapest ladders, a binary search over powers of
    two (1 .. `max_gpus`) on the GPU count, since per-GPU memory never grows with more GPUs under
    ZeRO-3 / TP sharding.
+4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
+   fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
+   worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
+   never stacked on a bitsandbytes-quantised base (QLoRA/int8: tiny adapter optimizer, DeepSpeed does
+   not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered
+   only when the job fits as asked on more GPUs than it needs; more GPUs only beyond the asked count.
+5. `PlanResult.min_gpus_changes`: the min_gpus layout ({} = as stated), read by tools.estimator.
 Every candidate is estimated with `tools.estimator.estimate(candidate, plan=False)`; candidates the
 estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped.
 
@@ -596,14 +603,20 @@ def _ladder(
 def _dominates(k: tuple[Any, ...], kept: Suggestion, key: tuple[Any, ...], sg: Suggestion) -> bool:
     """A kept suggestion (cost key `k`) makes `sg` (cost `key`) pointless when it is no worse on GPUs,
     fidelity, speed and memory; or no worse on GPUs, fidelity and speed while `sg` is a superset of it
-    (the same changes plus more, or strictly more fields changed): the extra changes buy nothing."""
+    (the same changes, a higher ZeRO stage, plus more): the extra changes buy nothing."""
     if all(a <= b for a, b in zip(k[:4], key[:4], strict=True)):
         return True
     if not all(a <= b for a, b in zip(k[:3], key[:3], strict=True)):
         return False
     mine, theirs = kept.scenario_changes, sg.scenario_changes
-    same_items = all(f in theirs and theirs[f] == v for f, v in mine.items())
-    return same_items or set(mine) < set(theirs)
+    if not set(mine) <= set(theirs):
+        return False
+
+    def covers(f: str) -> bool:  # the same value, or a stronger setting of the same number (ZeRO 2 -> 3)
+        a, b = mine[f], theirs[f]
+        return a == b or (isinstance(a, int) and isinstance(b, int) and f == "zero_stage" and b >= a)
+
+    return all(covers(f) for f in mine)
 
 
 def _prune(search: _Search, cand: Candidate, est: Estimate) -> tuple[Candidate, Estimate]:

@@ -16,7 +16,8 @@ Defaults and why:
 - precision_recipe: `mixed` for full fine-tuning/pretraining/RL (16-bit weights + fp32 master and
   Adam: the ZeRO paper's 16 B/param); `amp` for LoRA/QLoRA (PEFT keeps adapters in fp32 --
   `autocast_adapter_dtype=True` -- and HF Trainer autocasts to 16-bit); `fp32` when weights are fp32.
-- optimizer: adamw (HF Trainer `adamw_torch`, foreach).
+- optimizer: adamw, fused implementation (HF Trainer default `adamw_torch_fused` since transformers 4.5x
+  with torch >= 2.8); `adamw_torch` names the foreach implementation (+1 x P x 4 B at the step).
 - lora_rank 8, lora_targets q_proj,v_proj (PEFT LoraConfig defaults and
   TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING for Llama-family models).
 - recompute: none (HF Trainer gradient_checkpointing=False), full for QLoRA (PEFT
@@ -382,7 +383,12 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
                     "16-bit weights + fp32 master and Adam states (ZeRO paper, 16 B/param)",
                 )
         recipe = RECIPES[rname]
-        oname = sc.optimizer or d.fill("optimizer", "adamw", "HF Trainer default (adamw_torch)")
+        oname = sc.optimizer or d.fill(
+            "optimizer",
+            "adamw",
+            "HF Trainer default adamw_torch_fused (transformers >= 4.5x, torch >= 2.8): fused AdamW, no "
+            "step transient; optim=adamw_torch (foreach) would add 1 x params x 4 B at the step",
+        )
         if oname not in OPTIMIZERS:
             raise ScenarioError(
                 "optimizer", f"unknown optimizer '{oname}'", accepted=", ".join(OPTIMIZER_NAMES)

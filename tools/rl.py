@@ -12,14 +12,29 @@ every process holds every model; OpenRLHF/verl can instead place models on separ
   cache for rollout_batch_size sequences of prompt + max_new_tokens. Critic and reward default to the
   policy's architecture (stated as an assumption); the critic is the policy's model with a value head
   (TRL AutoModelForCausalLMWithValueHead keeps the LM head; the h x 1 head is negligible).
-- GRPO (Shao et al. 2024, DeepSeekMath; TRL GRPOTrainer): no critic; G = num_generations completions
-  per prompt, so the rollout KV cache holds rollout_batch_size x G sequences and the policy trains on
-  batch_size x G sequences. Reward: rule-based functions by default (no reward model on the GPU, the
-  DeepSeek-R1 recipe); a reward model only when `reward_model` is given. Reference: kept (the KL
-  term of the GRPO objective; TRL drops it when beta = 0).
+- GRPO (Shao et al. 2024, DeepSeekMath; TRL GRPOTrainer, trl/trainer/grpo_trainer.py): no critic;
+  `batch_size` is TRL's per_device_train_batch_size and counts COMPLETIONS: RepeatRandomSampler spreads
+  the G = num_generations completions of a prompt over the global batch (processes x micro-batch x
+  accumulation), so G does not multiply a GPU's micro-batch. Each GPU generates its own micro-batch (or,
+  with `rollout_batch_size` prompts stated, rollout x G sequences). The loss takes 16-bit log-probs of the
+  completion positions only (`_get_per_token_logps(..., logits_to_keep)` + selective_log_softmax), not
+  an fp32 cross-entropy over every position; the reference's log-probs likewise, under torch.no_grad,
+  in chunks of the micro-batch. Defaults (TRL GRPOConfig / open-r1): prompt 512 + completion 256 tokens
+  when no length is stated, gradient checkpointing on (open-r1 recipes). Reward: rule-based functions by
+  default (no reward model on the GPU, the DeepSeek-R1 recipe); a reward model only when `reward_model`
+  is given. Reference: kept (the KL term; TRL drops it when beta = 0). Generation: HF generate inside
+  the trainer (TRL use_vllm=False); with `gpu_memory_utilization` stated, vLLM colocate mode instead:
+  that share of the card is reserved by the engine for the whole run (no sleep mode).
+- PPO (TRL PPOTrainer, trl/trainer/ppo_trainer.py): rollouts by generate under no_grad, then minibatch
+  updates; the actor's log-probs cover the response positions only (logits[:, context_length - 1 : -1]);
+  the critic is a value model (AutoModelForSequenceClassification, num_labels=1): no vocabulary logits.
+  Not modelled: TRL runs policy and value forward/backward in one step (PolicyAndValueWrapper); here
+  actor and critic updates are separate phases (OpenRLHF style), which can understate TRL's peak.
 - DPO (Rafailov et al. 2023; TRL DPOTrainer): policy trainable + frozen reference; chosen and
   rejected are concatenated into one forward (trl/trainer/dpo_trainer.py concatenated_forward), so
-  the policy trains on 2 x batch_size sequences and the reference scores 2 x batch_size.
+  the policy trains on 2 x batch_size sequences with 16-bit log-probs of every position
+  (selective_log_softmax) and the reference scores 2 x batch_size under no_grad
+  (precompute_ref_log_probs=False, the default).
 - LoRA/QLoRA policies: the reference is the SAME base with the adapters disabled -- no second copy
   (trl/trainer/dpo_trainer.py and ppo_trainer.py: `ref_model = None` for PEFT models, reference
   log-probs under `model.disable_adapter()`); PPO's critic also gets LoRA (OpenRLHF applies
@@ -31,6 +46,8 @@ every process holds every model; OpenRLHF/verl can instead place models on separ
   ds3_gather_for_generation=True), on top of the sharded partition.
 - Generation with HF `generate` inside the trainer (TRL default use_vllm=False): KV cache + one
   layer's transient + last-position logits.
+- Log-prob bytes per element (TRL_LOGPS_*): with grad 4 B at the end of the forward, 6 B in the
+  backward; no_grad 4 B (see the constants).
 
 Phases (the peak is the largest): `rollout` (actor generating), `score_*` (no-grad forwards of the
 reference / reward / critic over the rollouts, one at a time; the actor's own old-log-prob pass is the
@@ -38,7 +55,8 @@ same size as the reference's -- same architecture -- and is not listed separatel
 `policy_update` (the trained model at its own peak phase, the others' persistent state resident).
 
 Defaults this module fills (recorded as assumptions; they could move into tools.resolve):
-max_new_tokens = seq_len // 2, rollout_batch_size = batch_size, num_generations = 8 (TRL GRPOConfig).
+max_new_tokens = seq_len // 2 (GRPO without lengths: 256 of 512 + 256), rollout_batch_size = batch_size
+(PPO), num_generations = 8 (TRL GRPOConfig), GRPO gradient checkpointing on (open-r1).
 """
 
 from __future__ import annotations
@@ -236,15 +254,14 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
         # completions of a prompt are spread over the global batch; each process generates its own
         # micro-batch. A stated rollout_batch_size counts prompts: x G completions.
         sequences = rollout * gens if rollout else rs.batch
-        if rollout is None:
-            new.append(
-                Assumption(
-                    field="rollout_batch_size",
-                    value=None,
-                    reason=f"each GPU generates its own micro-batch of {rs.batch} completion(s): TRL "
-                    "per_device_train_batch_size counts completions, the G generations of a prompt are "
-                    "spread over the global batch (trl grpo_trainer RepeatRandomSampler)",
-                )
+        if "batch_size" in assumed:
+            _replace_assumption(
+                rs,
+                "batch_size",
+                rs.batch,
+                f"{rs.batch} completion(s) per GPU per micro-batch (TRL per_device_train_batch_size counts "
+                "completions; the G generations of a prompt are spread over GPUs and accumulation steps, "
+                "trl grpo_trainer RepeatRandomSampler); each GPU generates its own micro-batch",
             )
     else:
         if rollout is None and rs.task != "dpo":

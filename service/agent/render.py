@@ -127,10 +127,12 @@ def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
             )
         )
     n = changes.get("num_gpus")
-    if n is not None and n != (getattr(base, "num_gpus", None) or 1):
-        parts.append(
-            Template(str(table.get("num_gpus.1" if n == 1 else "num_gpus", ""))).safe_substitute(value=n)
-        )
+    asked = getattr(base, "num_gpus", None) or 1
+    if n is not None and n != asked:
+        key = "num_gpus.1" if n == 1 else "num_gpus"
+        if n < asked:  # the planner offers fewer GPUs only when the job fits as asked: say it so
+            key = "num_gpus.fewer.1" if n == 1 else "num_gpus.fewer"
+        parts.append(Template(str(table.get(key, ""))).safe_substitute(value=n, asked=asked))
     if LAYOUT_FIELDS & set(changes):
         where = layout_text(changes, base, lang, only_changes=True)
         if where:
