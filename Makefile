@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint format install install-test chromium bench clean
+.PHONY: serve test lint format install install-test system-deps bench clean
 
 $(BIN)/vramwise: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,13 +24,18 @@ $(VENV)/.test-installed: pyproject.toml $(BIN)/vramwise
 
 install-test: $(VENV)/.test-installed
 
-# Headless Chromium for the browser test (Debian package; needs root). Skipped when present.
-chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
+# System packages some tests use (Debian; needs root): headless Chromium + a CJK font for the browser
+# test, a PostgreSQL server for the multi-replica store test. Each test skips with a reason when missing.
+SYSTEM_PKGS := chromium fonts-wqy-microhei postgresql
+system-deps:
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium fonts-wqy-microhei"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
-	      || echo "chromium could not be installed: the browser test will be skipped"; \
-	  else echo "no /usr/bin/chromium and not root: the browser test will be skipped"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) \
+	      || echo "could not install:$$missing (the tests that need them will be skipped)"; \
+	  else echo "missing:$$missing and not root (the tests that need them will be skipped)"; fi; \
 	fi
 
 serve: install
@@ -40,7 +45,7 @@ lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install-test chromium lint
+test: install-test system-deps lint
 	$(BIN)/python -m pytest -q
 
 format: install-test

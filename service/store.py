@@ -9,6 +9,16 @@ Turns are written by one writer task with group commit: the turns that arrive wh
 transaction is in flight go into the next one, so 200 concurrent answers cost a handful of
 commits, not 200 (and SQLite never sees competing writers). `append_turn` returns only after
 its turn is committed, so a follow-up sent after `done` always finds it.
+
+Several replicas on one PostgreSQL (each replica has its own writer):
+- the schema is created under a PostgreSQL advisory lock, so replicas starting together do not
+  race `CREATE TABLE` (and any dialect retries once the winner's tables exist);
+- conversations are upserted (`INSERT .. ON CONFLICT`), so two replicas writing the first turn of
+  the same conversation (OpenAI `user` key) both land;
+- a commit locks its conversations' rows (upsert, in id order: no deadlocks) before inserting turns,
+  so per conversation the turns' ids follow commit order and "ORDER BY id" is the conversation's order;
+- one bad turn (a value the database refuses) fails alone, not the whole group commit; NUL
+  characters (PostgreSQL text cannot hold them) are stored as U+FFFD.
 """
 
 from __future__ import annotations
@@ -16,11 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import bindparam, delete, event, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import selectinload
 from sqlalchemy.pool import StaticPool
@@ -37,6 +50,19 @@ MAX_TURNS_PER_COMMIT = 256
 SQLITE_POOL_SIZE = 4
 MAX_STATE_TURNS = 20  # turns of history an agent gets with a follow-up
 MAX_STATES_PER_READ = 500
+MAX_ID_CHARS = 200  # conversations.id is VARCHAR(200): longer ids cannot exist
+# pool per replica: writer + reader + readiness pings + GET/DELETE; replicas x (size + overflow) must stay
+# under the server's max_connections (PostgreSQL default 100)
+SERVER_POOL_SIZE = 5
+SERVER_POOL_OVERFLOW = 5
+SERVER_POOL_RECYCLE_S = 1800  # drop connections a proxy/firewall may have silently cut
+CONNECT_TIMEOUT_S = 10  # an unreachable host fails readiness in seconds, not asyncpg's default 60
+PING_TIMEOUT_S = 5.0
+SCHEMA_LOCK_KEY = 0x5652414D  # pg_advisory_xact_lock key ("VRAM") serialising create_all across replicas
+SCHEMA_ATTEMPTS = 3
+# deadlock_detected, serialization_failure (postgresql.org/docs/current/errcodes-appendix.html)
+RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
+COMMIT_ATTEMPTS = 3
 
 _CONVERSATIONS = ConversationRow.__table__
 _TURNS = TurnRow.__table__
@@ -79,10 +105,52 @@ def _scenario_from_json(raw: str | None) -> Scenario | None:
     return None if raw is None else Scenario.model_validate_json(raw)
 
 
+def _clean(text_value: str) -> str:
+    """PostgreSQL text cannot hold NUL ("invalid byte sequence for encoding UTF8: 0x00")."""
+    return text_value.replace("\x00", "\ufffd")
+
+
+def _storable_id(conversation_id: str) -> bool:
+    """False for ids no stored conversation can have (they would make PostgreSQL raise)."""
+    return 0 < len(conversation_id) <= MAX_ID_CHARS and "\x00" not in conversation_id
+
+
+def _utc(at: datetime) -> datetime:
+    """Stored timestamps as aware UTC on every backend (SQLite hands them back naive)."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+
+
+def _refused_value(exc: BaseException) -> bool:
+    """The database answered and refused a value (SQLSTATE class 22 data exception, 23 integrity), as
+    opposed to being unreachable: only then is retrying the group one item at a time worth it."""
+    state = _sqlstate(exc)
+    return isinstance(exc, DataError | IntegrityError) or (state is not None and state[:2] in ("22", "23"))
+
+
+def _upsert_dialect(name: str) -> Any:
+    """The dialect's INSERT with ON CONFLICT (PostgreSQL, SQLite >= 3.24), or None."""
+    return {"postgresql": postgresql, "sqlite": sqlite}.get(name)
+
+
 def _engine_for(url: str) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_async_engine(url, pool_pre_ping=True)
+        connect_args: dict[str, Any] = {}
+        if parsed.get_driver_name() == "asyncpg":
+            connect_args["timeout"] = CONNECT_TIMEOUT_S
+        return create_async_engine(
+            url,
+            pool_pre_ping=True,  # a restarted database: stale pooled connections are replaced, not used
+            pool_size=SERVER_POOL_SIZE,
+            max_overflow=SERVER_POOL_OVERFLOW,
+            pool_recycle=SERVER_POOL_RECYCLE_S,
+            connect_args=connect_args,
+        )
     in_memory = parsed.database in (None, "", ":memory:")
     if in_memory:  # one shared connection, or every session would see an empty database
         engine = create_async_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
@@ -120,13 +188,33 @@ class ConversationStore:
     async def open(self) -> None:
         self._engine = _engine_for(self.database_url)
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
-        async with self._engine.begin() as conn:
-            await conn.run_sync(Base.metadata.create_all)
+        await self._create_schema()
         self._pending = asyncio.Queue()
         self._writer = asyncio.create_task(self._write_turns(self._pending), name="conversation-writer")
         self._reads = asyncio.Queue()
         self._reader = asyncio.create_task(self._read_states(self._reads), name="conversation-reader")
         log.info("conversation store open: %s", make_url(self.database_url).render_as_string())
+
+    async def _create_schema(self) -> None:
+        """CREATE TABLE IF MISSING, safe when several replicas start at once."""
+        assert self._engine is not None
+        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+            try:
+                async with self._engine.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        # held until commit: the next replica waits, then finds the tables (PostgreSQL DDL
+                        # is transactional; read committed re-reads the catalog per statement)
+                        await conn.execute(
+                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
+                        )
+                    await conn.run_sync(Base.metadata.create_all)
+                return
+            except DBAPIError:
+                # another process created a table between our check and our CREATE (dialects without
+                # the lock): the next attempt finds it
+                if attempt == SCHEMA_ATTEMPTS:
+                    raise
+                log.warning("creating the schema raced another replica; retrying", exc_info=True)
 
     async def close(self) -> None:
         if self._pending is not None and self._writer is not None:
@@ -150,8 +238,9 @@ class ConversationStore:
     async def ping(self) -> bool:
         """True when the database answers a trivial query (readiness)."""
         try:
-            async with self._session() as session:
-                await session.execute(text("SELECT 1"))
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                async with self._session() as session:
+                    await session.execute(text("SELECT 1"))
             return True
         except Exception as exc:
             log.warning("conversation store not reachable: %s", exc)
@@ -164,6 +253,8 @@ class ConversationStore:
         together in the next one (one round trip for a burst of follow-ups)."""
         if self._reads is None:
             raise RuntimeError("conversation store is not open")
+        if not _storable_id(conversation_id):  # never reaches the batch: it would fail everyone's read
+            return None
         found: asyncio.Future[ConversationState | None] = asyncio.get_running_loop().create_future()
         self._reads.put_nowait((conversation_id, found))
         return await found
@@ -186,12 +277,29 @@ class ConversationStore:
                 item = reads.get_nowait()
             if not batch:
                 continue
+            ids = sorted({cid for cid, _ in batch})
             try:
-                states = await self._fetch_states(sorted({cid for cid, _ in batch}))
+                states = await self._fetch_states(ids)
             except Exception as exc:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
+                if len(ids) == 1 or not _refused_value(exc):
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                # one id the database refused must not fail the others: fetch them one by one
+                log.warning("a grouped read of %d conversations failed; reading them one by one", len(ids))
+                for cid in ids:
+                    waiting = [fut for c, fut in batch if c == cid]
+                    try:
+                        state = (await self._fetch_states([cid])).get(cid)
+                    except Exception as one_exc:
+                        for fut in waiting:
+                            if not fut.done():
+                                fut.set_exception(one_exc)
+                    else:
+                        for fut in waiting:
+                            if not fut.done():
+                                fut.set_result(state)
             else:
                 for cid, fut in batch:
                     if not fut.done():
@@ -249,6 +357,8 @@ class ConversationStore:
         return self._engine.connect()
 
     async def get(self, conversation_id: str) -> StoredConversation | None:
+        if not _storable_id(conversation_id):
+            return None
         async with self._session() as session:
             row = await session.scalar(
                 select(ConversationRow)
@@ -268,31 +378,44 @@ class ConversationStore:
                         language=t.language,
                         agent=t.agent,
                         scenario=_scenario_from_json(t.scenario_json),
-                        created_at=t.created_at,
+                        created_at=_utc(t.created_at),
                     )
                     for t in row.turns
                 ],
-                created_at=row.created_at,
-                updated_at=row.updated_at,
+                created_at=_utc(row.created_at),
+                updated_at=_utc(row.updated_at),
             )
 
     async def ensure_conversation(self, conversation_id: str, language: str | None = None) -> None:
         """Create the conversation row if it is missing (an id handed out stays valid)."""
-        async with self._session() as session, session.begin():
-            if await session.get(ConversationRow, conversation_id) is None:
-                session.add(ConversationRow(id=conversation_id, language=language))
+        if not _storable_id(conversation_id):
+            raise ValueError(f"conversation id cannot be stored (1 to {MAX_ID_CHARS} characters, no NUL)")
+        assert self._engine is not None
+        row = {"id": conversation_id, "language": language, "created_at": utc_now(), "updated_at": utc_now()}
+        async with self._engine.begin() as conn:
+            dialect = _upsert_dialect(conn.dialect.name)
+            if dialect is not None:  # another replica may create it at the same moment
+                await conn.execute(dialect.insert(_CONVERSATIONS).on_conflict_do_nothing(), [row])
+                return
+            known = await conn.scalar(
+                select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id == conversation_id)
+            )
+            if known is None:
+                await conn.execute(insert(_CONVERSATIONS), [row])
 
     async def append_turn(self, conversation_id: str, question: str, answer: Answer) -> None:
         """Store one answered question (committed when this returns); the conversation's scenario
         becomes the answer's one."""
         if self._pending is None:
             raise RuntimeError("conversation store is not open")
+        if not _storable_id(conversation_id):
+            raise ValueError(f"conversation id cannot be stored (1 to {MAX_ID_CHARS} characters, no NUL)")
         turn = _PendingTurn(
             conversation_id=conversation_id,
-            question=question,
-            answer=answer.answer,
+            question=_clean(question),
+            answer=_clean(answer.answer),
             language=answer.language,
-            agent=answer.agent,
+            agent=_clean(answer.agent),
             scenario_json=_scenario_to_json(answer.scenario),
             at=utc_now(),
         )
@@ -319,19 +442,45 @@ class ConversationStore:
             if not batch:
                 continue
             try:
-                await self._commit_turns([t for t, _ in batch])
+                await self._commit_with_retry([t for t, _ in batch])
             except Exception as exc:
-                log.exception("could not store %d turn(s)", len(batch))
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(exc)
+                if len(batch) == 1 or not _refused_value(exc):  # e.g. the database is down: all fail now
+                    log.exception("could not store %d turn(s)", len(batch))
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                # one turn the database refuses must not lose the others: commit them one by one
+                log.warning("a group commit of %d turns failed; storing them one by one", len(batch))
+                for turn, fut in batch:
+                    try:
+                        await self._commit_with_retry([turn])
+                    except Exception as one_exc:
+                        log.exception("could not store a turn of conversation %s", turn.conversation_id)
+                        if not fut.done():
+                            fut.set_exception(one_exc)
+                    else:
+                        if not fut.done():
+                            fut.set_result(None)
             else:
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_result(None)
 
+    async def _commit_with_retry(self, turns: list[_PendingTurn]) -> None:
+        """A deadlock or serialisation failure (another replica) rolls back cleanly: commit again."""
+        for attempt in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                await self._commit_turns(turns)
+                return
+            except DBAPIError as exc:
+                if _sqlstate(exc) not in RETRYABLE_SQLSTATES or attempt == COMMIT_ATTEMPTS:
+                    raise
+                log.warning("commit of %d turn(s) hit %s; retrying", len(turns), _sqlstate(exc))
+                await asyncio.sleep(0.01 * attempt)
+
     async def _commit_turns(self, turns: list[_PendingTurn]) -> None:
-        """One transaction: new conversations inserted, known ones updated, all turns appended."""
+        """One transaction: conversations upserted (locking their rows), then all turns appended."""
         assert self._engine is not None
         latest: dict[str, _PendingTurn] = {}
         scenario_of: dict[str, str | None] = {}
@@ -339,55 +488,39 @@ class ConversationStore:
             latest[t.conversation_id] = t
             if t.scenario_json is not None:
                 scenario_of[t.conversation_id] = t.scenario_json
+        ids = sorted(latest)  # every replica locks conversation rows in the same order: no deadlock
         async with self._engine.begin() as conn:
-            known = set(
-                (
-                    await conn.execute(
-                        select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id.in_(list(latest)))
-                    )
-                ).scalars()
-            )
-            new = [
-                {
-                    "id": cid,
-                    "language": t.language,
-                    "scenario_json": scenario_of.get(cid),
-                    "created_at": t.at,
-                    "updated_at": t.at,
-                }
-                for cid, t in latest.items()
-                if cid not in known
-            ]
-            if new:
-                await conn.execute(insert(_CONVERSATIONS), new)
-            # known conversations: one executemany each for "with a new scenario" and "without"
-            by_id = _CONVERSATIONS.c.id == bindparam("cid")
-            with_scenario = [
-                {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at, "scn": scenario_of[cid]}
-                for cid in known
-                if cid in scenario_of
-            ]
-            without = [
-                {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at}
-                for cid in known
-                if cid not in scenario_of
-            ]
-            if with_scenario:
-                await conn.execute(
-                    update(_CONVERSATIONS)
-                    .where(by_id)
-                    .values(
-                        language=bindparam("lang"), updated_at=bindparam("at"), scenario_json=bindparam("scn")
-                    ),
-                    with_scenario,
+            dialect = _upsert_dialect(conn.dialect.name)
+            if dialect is None:
+                await self._merge_conversations_portable(conn, ids, latest, scenario_of)
+            else:
+                upsert = dialect.insert(_CONVERSATIONS)
+                upsert = upsert.on_conflict_do_update(
+                    index_elements=[_CONVERSATIONS.c.id],
+                    set_={
+                        "language": upsert.excluded.language,
+                        "updated_at": upsert.excluded.updated_at,
+                        # a turn without a scenario (a concept question) keeps the stored one
+                        "scenario_json": func.coalesce(
+                            upsert.excluded.scenario_json, _CONVERSATIONS.c.scenario_json
+                        ),
+                    },
                 )
-            if without:
                 await conn.execute(
-                    update(_CONVERSATIONS)
-                    .where(by_id)
-                    .values(language=bindparam("lang"), updated_at=bindparam("at")),
-                    without,
+                    upsert,
+                    [
+                        {
+                            "id": cid,
+                            "language": latest[cid].language,
+                            "scenario_json": scenario_of.get(cid),
+                            "created_at": latest[cid].at,
+                            "updated_at": latest[cid].at,
+                        }
+                        for cid in ids
+                    ],
                 )
+            # the rows above stay locked until commit, so a concurrent commit for the same conversation
+            # takes its turn ids after ours: per conversation, id order is commit order
             await conn.execute(
                 insert(_TURNS),
                 [
@@ -404,7 +537,58 @@ class ConversationStore:
                 ],
             )
 
+    @staticmethod
+    async def _merge_conversations_portable(
+        conn: Any, ids: list[str], latest: dict[str, _PendingTurn], scenario_of: dict[str, str | None]
+    ) -> None:
+        """Dialects without ON CONFLICT: insert the new conversations, update the known ones."""
+        known = set(
+            (await conn.execute(select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id.in_(ids)))).scalars()
+        )
+        new = [
+            {
+                "id": cid,
+                "language": latest[cid].language,
+                "scenario_json": scenario_of.get(cid),
+                "created_at": latest[cid].at,
+                "updated_at": latest[cid].at,
+            }
+            for cid in ids
+            if cid not in known
+        ]
+        if new:
+            await conn.execute(insert(_CONVERSATIONS), new)
+        by_id = _CONVERSATIONS.c.id == bindparam("cid")
+        with_scenario = [
+            {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at, "scn": scenario_of[cid]}
+            for cid in ids
+            if cid in known and cid in scenario_of
+        ]
+        without = [
+            {"cid": cid, "lang": latest[cid].language, "at": latest[cid].at}
+            for cid in ids
+            if cid in known and cid not in scenario_of
+        ]
+        if with_scenario:
+            await conn.execute(
+                update(_CONVERSATIONS)
+                .where(by_id)
+                .values(
+                    language=bindparam("lang"), updated_at=bindparam("at"), scenario_json=bindparam("scn")
+                ),
+                with_scenario,
+            )
+        if without:
+            await conn.execute(
+                update(_CONVERSATIONS)
+                .where(by_id)
+                .values(language=bindparam("lang"), updated_at=bindparam("at")),
+                without,
+            )
+
     async def delete(self, conversation_id: str) -> bool:
+        if not _storable_id(conversation_id):
+            return False
         async with self._session() as session, session.begin():
             if await session.get(ConversationRow, conversation_id) is None:
                 return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.activations import stage_activations
+from tools.activations import final_norm_bytes, stage_activations
 from tools.architecture import Architecture, LinearShape
 from tools.estimator import estimate
 from tools.lora import freeze_trainable, lora_trainable
@@ -93,11 +93,28 @@ def test_adamw_foreach_transient_only_outside_fused_frameworks() -> None:
     mixed = estimate(
         Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="mixed", gpu="h100"), plan=False
     )
-    # HF Trainer's torch AdamW (foreach): a transient as large as the params in fp32 at the step
+    foreach = estimate(
+        Scenario(
+            model="llama-3.2-1b",
+            task="full_finetune",
+            precision_recipe="amp",
+            gpu="h100",
+            optimizer="adamw_torch",
+        ),
+        plan=False,
+    )
+    # optim="adamw_torch" (torch AdamW, foreach on CUDA): a transient as large as the params in fp32
+    # at the step (traced: +1.00 x P x 4 B)
     rs = resolve(Scenario(model="llama-3.2-1b", task="full_finetune", precision_recipe="amp"))
     p = rs.model.params.total
-    step = {ph.phase: ph.tensor_bytes for ph in amp.per_gpu.phases}["optimizer_step"]
+    step = {ph.phase: ph.tensor_bytes for ph in foreach.per_gpu.phases}["optimizer_step"]
     assert step == 4 * p + 4 * p + 8 * p + 4 * p  # weights + grads + m,v + foreach transient
+    # the default "adamw" is HF Trainer's adamw_torch_fused (transformers >= 4.5x, torch >= 2.8):
+    # no step transient (traced llama-3-8b: 0.01 GiB); the step phase then shows the end of backward
+    # (all gradients + the tied embedding's gradient being accumulated: 2 x V x h x 4 B)
+    fused_step = {ph.phase: ph.tensor_bytes for ph in amp.per_gpu.phases}["optimizer_step"]
+    assert amp.component("optimizer_step_temporaries") is None
+    assert fused_step == 16 * p + 2 * rs.model.params.embedding * 4
     assert (
         mixed.component("optimizer_step_temporaries") is None or mixed.per_gpu.peak_phase != "optimizer_step"
     )
@@ -180,9 +197,10 @@ def test_llama_block_saves_more_than_korthikanti_34() -> None:
     arch = resolve(Scenario(model="llama-2-7b")).model.arch
     s, b, h = 2048, 1, 4096
     per_layer = _act(arch, s=s, b=b, flash=True) // 32
-    # norms 2*(4 fp32 + 2 normalised + 2 output)h + q 2h + k,v 4h + SDPA out and o_proj input 4h
+    # norms 2*(4 fp32 + 2 normalised + 2 output)h + 2 fp32 rsqrt (4 B each) + q 2h + k,v 4h + SDPA out 2h
+    # (o_proj's input is a view of it: SDPA returns a (b, s, a, d) layout; traced op by op, H4 finding A)
     # + SwiGLU 4*2*i + fp32 LSE 4 per head
-    assert per_layer == s * b * (2 * 8 * h + 2 * h + 4 * h + 4 * h + 8 * 11008 + 4 * 32)
+    assert per_layer == s * b * (2 * 8 * h + 8 + 2 * h + 4 * h + 2 * h + 8 * 11008 + 4 * 32)
     assert per_layer > s * b * h * 34
     eager = _act(arch, s=s, b=b, flash=False) // 32
     # eager: no LSE; fp32 softmax output + bf16 probabilities per score element (a*s^2*b)
@@ -197,11 +215,19 @@ def test_lora_saves_only_what_its_targets_need() -> None:
     qv = SaveMask.for_targets(("q_proj", "v_proj"))
     base = {"b": 1, "s": s, "act_bytes": 2, "residual_bytes": 2, "flash": True, "tp": 1, "sp": False}
     per_layer = stage_activations(arch, recompute="none", n_layers=1, in_flight=1, mask=qv, **base).bytes
-    # frozen norms: fp32 copies 2*4h + the attention norm output 2h (lora_A input); q 2h, k,v 4h,
-    # SDPA out 2h (no o_proj input); SwiGLU gate/act/up 3*2*i (no down_proj input); LSE
-    assert per_layer == s * (8 * h + 2 * h + 2 * h + 4 * h + 2 * h + 6 * 11008 + 4 * 32)
+    # frozen norms: fp32 copies 2*4h + 2 rsqrt (4 B) + the attention norm output 2h (lora_A input);
+    # q 2h, k,v 4h, SDPA out 2h (no o_proj input); SwiGLU gate/act/up 3*2*i (no down_proj input); LSE
+    assert per_layer == s * (8 * h + 8 + 2 * h + 2 * h + 4 * h + 2 * h + 6 * 11008 + 4 * 32)
+    # PEFT's fp32 adapters under autocast: q's and v's LoRA paths each save their own 16-bit cast of the
+    # norm output instead of sharing one (traced llama-2-7b LoRA q,v: +2h B per token per layer)
+    own = SaveMask.for_targets(("q_proj", "v_proj"), own_input_copies=True)
+    per_layer_own = stage_activations(arch, recompute="none", n_layers=1, in_flight=1, mask=own, **base).bytes
+    assert per_layer_own == per_layer + s * 2 * h
     lora = estimate(Scenario(model="llama-2-7b", task="lora", gpu="h100"), plan=False)
-    assert lora.component("activations").bytes == 32 * per_layer
+    # + the frozen final norm's fp32 upcast and rsqrt before the LM head
+    fn = final_norm_bytes(arch, tokens=s, act_bytes=2, residual_bytes=2, trains=False)
+    assert fn == s * (4 * h + 4)
+    assert lora.component("activations").bytes == 32 * per_layer_own + fn
 
 
 def test_freeze_tuning_saves_activations_only_in_trainable_layers() -> None:
@@ -210,7 +236,14 @@ def test_freeze_tuning_saves_activations_only_in_trainable_layers() -> None:
     frozen = (
         estimate(Scenario(**kw, task="freeze", trainable_layers=2), plan=False).component("activations").bytes
     )
-    assert frozen * 16 == full
+    # 2 of 32 layers save activations; both add the final norm's saved tensors before the LM head
+    # (freeze: its weight is frozen, only the fp32 upcast + rsqrt; full: + normalised + LM-head input)
+    rs = resolve(Scenario(**kw, task="full_finetune"))
+    tokens = rs.batch * rs.seq
+    fn_full = final_norm_bytes(rs.model.arch, tokens=tokens, act_bytes=2, residual_bytes=2, trains=True)
+    fn_frozen = final_norm_bytes(rs.model.arch, tokens=tokens, act_bytes=2, residual_bytes=2, trains=False)
+    assert fn_full == tokens * (8 * 4096 + 4)
+    assert (frozen - fn_frozen) * 16 == full - fn_full
 
 
 def test_activations_do_not_shrink_with_data_parallel() -> None:
@@ -236,13 +269,16 @@ def test_fp32_training_falls_back_from_flash_with_a_note() -> None:
         plan=False,
     )
     assert any("math" in n for n in e.notes)
-    assert "eager" in e.component("activations").label
+    # llama-3.2-1b has GQA: fp32 SDPA runs the math kernel (the memory-efficient one takes no
+    # enable_gqa), which saves the scores' softmax like eager but different per-token tensors
+    assert "math" in e.component("activations").label
 
 
 def test_logits_are_large_for_128k_vocab() -> None:
     e = estimate(Scenario(model="llama-3-8b", task="lora", gpu="h100", seq_len=4096), plan=False)
-    # loss backward: bf16 logits + fp32 log_softmax + fp32 grads: 14 B x s x V
-    assert e.component("logits").bytes == 14 * 4096 * 128256
+    # loss backward: saved fp32 log_softmax + fp32 grad out + fp32 grad in: 12 B x s x V (the bf16
+    # logits are already freed; traced llama-3-8b: 8 B x s x V temporaries beside the 4 B saved)
+    assert e.component("logits").bytes == 12 * 4096 * 128256
 
 
 def test_amp_autocast_copies_two_bytes_per_matmul_weight() -> None:
@@ -278,6 +314,6 @@ def test_llama_tp_with_and_without_sequence_parallel() -> None:
     s, h = 2048, 4096
     one = _act(arch, s=s, b=1, flash=True)
     assert _act(arch, s=s, b=1, flash=True, tp=2, sp=True) == one // 2  # everything split by t
-    # without SP the norms' saved tensors (2 x (4 + 2 + 2) x h per token) stay whole on every rank
-    norms = 32 * s * 2 * 8 * h
+    # without SP the norms' saved tensors (2 x (4 + 2 + 2) x h + 2 x 4 B rsqrt per token) stay whole
+    norms = 32 * s * (2 * 8 * h + 8)
     assert _act(arch, s=s, b=1, flash=True, tp=2) == (one - norms) // 2 + norms

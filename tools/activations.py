@@ -64,6 +64,10 @@ class SaveMask:
     own_input_copies: bool = False
     attn_in_targets: int = 0
     mlp_in_targets: int = 0
+    # DoRA (peft/tuners/lora/dora.py DoraLinearLayer.forward): the base output and the LoRA output
+    # are each saved by their mul with the magnitude scale: 2 x B x out_features per targeted linear
+    # (traced llama-3-8b DoRA q,v: +20 KB/token/layer = 2 x 2 x (4096 + 1024)).
+    dora_out_features: int = 0
 
     @classmethod
     def for_targets(cls, targets: tuple[str, ...] | frozenset[str], *, own_input_copies: bool = False) -> SaveMask:
@@ -116,7 +120,9 @@ class GptBlock:
         tp: int,
         sp: bool,
         mask: SaveMask = FULL_MASK,
+        kernel: str = "",
     ) -> LayerActivations:
+        flash = (kernel or ("flash" if flash else "eager")) == "flash"
         h, a = arch.hidden_size, arch.num_attention_heads
         scale = act_bytes / 2  # the 34 and 5 assume 2-byte activations
         if tp == 1:
@@ -164,7 +170,10 @@ class LlamaBlock:
         tp: int,
         sp: bool,
         mask: SaveMask = FULL_MASK,
+        kernel: str = "",
     ) -> LayerActivations:
+        kernel = kernel or ("flash" if flash else "eager")
+        flash = kernel == "flash"
         B, h, a, d = act_bytes, arch.hidden_size, arch.num_attention_heads, arch.d_head
         tok = s * b
         norm_div = tp if sp else 1
@@ -174,7 +183,8 @@ class LlamaBlock:
         # `weight * hidden.to(input_dtype)` saves the normalised tensor in the residual dtype (fp32
         # under amp: fp32 embeddings keep the residual stream fp32)
         upcast = cal.RMSNORM_FP32_UPCAST_BYTES
-        normed = cal.RMSNORM_NORMALIZED_SAVED_COPIES * residual_bytes
+        # (GemmaRMSNorm: `x * (1 + weight.float())` always in fp32)
+        normed = cal.RMSNORM_NORMALIZED_SAVED_COPIES * (4 if arch.norm_fp32_scale else residual_bytes)
         out_copy = cal.RMSNORM_OUTPUT_SAVED_COPIES * B
         own = upcast + (normed if mask.norm_weights else 0)
         attn_in_n, mlp_in_n = self._input_consumers(arch, mask, residual_bytes != B)
@@ -191,6 +201,10 @@ class LlamaBlock:
             norm += (own + (out_copy if mask.attn_in else 0)) * (
                 int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
             )
+        elif kernel == "math":
+            # SDPA math kernel (torch/nn/attention _scaled_dot_product_attention_math): scaled q, scaled
+            # and head-expanded k, expanded v, and the output: 4 tensors of a*d (traced tinyllama fp32)
+            attn = cal.MATH_SDPA_AD_SAVED_COPIES * B * a * d + o_in * B * a * d
         else:
             kv_heads = a if (not flash and cal.EAGER_KV_REPEAT) else max(1, arch.kv_heads)
             attn = (
@@ -204,11 +218,16 @@ class LlamaBlock:
                 a + g_heads
             )
         mlp = self._mlp_per_token(arch, B, mask)
+        attn += cal.DORA_SAVED_OUTPUT_COPIES * B * mask.dora_out_features
         if flash:
             core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
             core = tok * core_tok / tp
-        else:  # fp32 softmax output + B-byte probabilities per score element
-            per_score = cal.EAGER_SOFTMAX_FP32_BYTES + cal.EAGER_PROBS_SAVED_COPIES * B
+        elif kernel == "math":  # the softmax output (compute dtype), also what matmul(probs, v) saves
+            core = B * a * s * s * b / tp
+        else:  # fp32 softmax output + B-byte probabilities per score element (one tensor under fp32)
+            per_score = cal.EAGER_SOFTMAX_FP32_BYTES + (cal.EAGER_PROBS_SAVED_COPIES * B if B != 4 else 0)
+            if arch.attn_logit_softcapping:  # Gemma-2: tanh(scores / cap) saves its output
+                per_score += B
             core = per_score * a * s * s * b / tp
         per_tok = norm / norm_div + (attn + mlp) / tp
         full = int(tok * per_tok + core)
@@ -218,11 +237,10 @@ class LlamaBlock:
             "A_layer = s x b x (norms + attention + MLP bytes saved per token"
             + (", attention/MLP split by t" if tp > 1 else "")
             + ") + attention core"
-            + (
-                " (flash: fp32 log-sum-exp, 4 B x a per token)"
-                if flash
-                else " (eager: softmax scores, a x s^2)"
-            )
+            + {
+                "flash": " (flash: fp32 log-sum-exp, 4 B x a per token)",
+                "math": " (SDPA math kernel: softmax scores, a x s^2)",
+            }.get(kernel, " (eager: softmax scores, a x s^2)")
         )
         subst = (
             f"{s:,} x {b} x ({norm_tok:,.0f} norms + {attn_tok:,.0f} attention + {mlp_tok:,.0f} MLP) B"
@@ -269,8 +287,56 @@ class LlamaBlock:
         return (moe * n_moe + dense * (n - n_moe)) / n  # average over dense and MoE layers
 
 
-def block_for(arch: Architecture) -> GptBlock | LlamaBlock:
-    return GptBlock() if arch.block_style == "gpt" else LlamaBlock()
+class HfGpt2Block:
+    """transformers modeling_gpt2.py GPT2Block as HF trains it (no TP): LayerNorm, Conv1D, SDPA,
+    dropout 0.1 masks and the composite tanh GELU (`gelu_new`, activations.NewGELUActivation), whose
+    intermediates Korthikanti's 34 sbh (a fused GELU) does not have. Traced per token per layer:
+    60 h x B/2 (bf16 46,136 B and fp32 92,176 B at h = 768), amp 64 h (fp32 LayerNorm outputs cast
+    per Conv1D), plus the attention core as in GptBlock."""
+
+    source = "traced transformers modeling_gpt2.py GPT2Block (benchmarks/accuracy); tools/calibration.py HF_GPT2_*"
+
+    def per_layer(
+        self,
+        arch: Architecture,
+        *,
+        b: int,
+        s: int,
+        act_bytes: int,
+        residual_bytes: int,
+        flash: bool,
+        tp: int,
+        sp: bool,
+        mask: SaveMask = FULL_MASK,
+        kernel: str = "",
+    ) -> LayerActivations:
+        if tp > 1:  # Megatron-style TP: Korthikanti's split terms
+            return GptBlock().per_layer(
+                arch, b=b, s=s, act_bytes=act_bytes, residual_bytes=residual_bytes, flash=flash, tp=tp, sp=sp,
+                kernel=kernel,
+            )
+        flash = (kernel or ("flash" if flash else "eager")) == "flash"
+        h, a = arch.hidden_size, arch.num_attention_heads
+        coeff = cal.HF_GPT2_SBH_16BIT * act_bytes / 2
+        if residual_bytes != act_bytes:  # amp
+            coeff += cal.HF_GPT2_AMP_EXTRA_SBH
+        base = s * b * h * coeff
+        if flash:
+            core = cal.FLASH_LSE_BYTES_PER_HEAD * a * s * b
+            core_text = "4 x a x s x b (flash / memory-efficient: fp32 log-sum-exp)"
+        else:
+            core = cal.KORTHIKANTI_SCORES * a * s * s * b * act_bytes / 2
+            core_text = "5 x a x s^2 x b x B/2 (scores, softmax, dropout mask)"
+        full = int(base + core)
+        formula = f"A_layer = s x b x h x {coeff:g} + {core_text}"
+        subst = f"{s:,} x {b} x {h} x {coeff:g} + {int(core):,} B = {full:,} B"
+        return LayerActivations(full, int(core), s * b * h * residual_bytes, formula, subst)
+
+
+def block_for(arch: Architecture) -> GptBlock | LlamaBlock | HfGpt2Block:
+    if arch.block_style == "gpt":
+        return HfGpt2Block() if arch.module_names == "gpt2" else GptBlock()
+    return LlamaBlock()
 
 
 @dataclass(frozen=True)
@@ -282,6 +348,8 @@ class StageActivations:
     kept: int = 0  # saved across the whole forward/backward (all layers, or the layer inputs under full recompute)
     live: int = 0  # full recompute: the recomputed layer's activations, only while its backward runs
     layer_full: int = 0  # one layer's full saved set (the last layer's backward runs with it alive)
+    kept_formula: str = ""  # `kept` alone (full recompute: without the recomputed layer)
+    kept_substituted: str = ""
 
 
 class NoRecompute:
@@ -343,6 +411,7 @@ def stage_activations(
     n_layers: int,
     in_flight: int,
     mask: SaveMask = FULL_MASK,
+    kernel: str = "",
 ) -> StageActivations:
     """Activation bytes one pipeline stage holds at the end of forward (s = tokens on this CP rank)."""
     block = block_for(arch)
@@ -356,9 +425,17 @@ def stage_activations(
         tp=tp,
         sp=sp,
         mask=mask,
+        kernel=kernel,
     )
     total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
     live = cal.RECOMPUTE_LIVE_LAYERS * layer.full if recompute == "full" else 0
+    kept_f, kept_s = f"{formula}; {layer.formula}", f"{subst}; per layer: {layer.substituted}"
+    if live:
+        kept_f = f"micro-batches in flight x layers x layer input (s x b x h x B); {layer.formula}"
+        kept_s = (
+            f"{in_flight} x {n_layers} layers x {layer.layer_input:,} B = {total - live:,} B"
+            f"; per layer: {layer.substituted}"
+        )
     return StageActivations(
         total,
         f"{formula}; {layer.formula}",
@@ -367,6 +444,8 @@ def stage_activations(
         kept=total - live,
         live=live,
         layer_full=layer.full if n_layers else 0,
+        kept_formula=kept_f,
+        kept_substituted=kept_s,
     )
 
 
@@ -385,16 +464,31 @@ def inference_transient(
     else:
         width_i = arch.intermediate_size
     tok = s * b
+    i_copies = cal.INFERENCE_TRANSIENT_I_COPIES if arch.gated_mlp else cal.INFERENCE_TRANSIENT_I_COPIES_PLAIN
     per_tok = (cal.INFERENCE_TRANSIENT_H_COPIES * B + cal.INFERENCE_FP32_NORM_BYTES) * h + (
-        cal.INFERENCE_TRANSIENT_I_COPIES * B * width_i
+        i_copies * B * width_i
     ) / tp
-    scores = 0 if flash else (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp
+    extra_text = ""
+    if arch.kv_lora_rank:  # transformers MLA decompresses per-head q, k (nope + rope) and v for the prompt
+        qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
+        mla = B * a * (2 * qk + int(arch.v_head_dim or arch.d_head)) / tp
+        per_tok += mla
+        extra_text = f" + {mla:,.0f} MLA q/k/v"
+    scores = 0.0
+    if not flash:
+        # softmax input + fp32 output + cast probabilities per score; the (b, 1, s, s) 16-bit masks
+        # (one per attention kind: causal, sliding) and repeat_kv's a-head K and V copies
+        n_masks = 2 if arch.sliding_window else 1
+        scores = (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp + n_masks * B * s * s * b
+        per_tok += 2 * B * a * arch.d_head / tp
+        extra_text += f" + {2 * B * a * arch.d_head // tp:,} repeat_kv"
     total = int(tok * per_tok + scores)
-    formula = "s x b x ((2 x B + 4) x h + 3 x B x i / t)" + (
-        "" if flash else " + (4 + 2 x B) x a x s^2 x b / t (eager scores)"
+    formula = f"s x b x ((2 x B + 4) x h + {i_copies} x B x i / t)" + (
+        "" if flash else " + ((4 + 2 x B) x a / t + masks x B) x s^2 x b (eager scores)"
     )
     subst = (
-        f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + 3 x {B} x {width_i:,} / {tp}) B"
+        f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + {i_copies} x {B} x {width_i:,} / {tp}"
+        f"{extra_text}) B"
     )
     if scores:
         subst += f" + {int(scores):,} B"

@@ -44,6 +44,11 @@ class Architecture(BaseModel):
     qk_norm: bool = False  # Qwen3/Gemma3: per-head RMSNorm on q and k (2*head_dim params per layer)
     norm_has_bias: bool = False  # LayerNorm with bias (GPT-2, Falcon)
     norms_per_layer: int = 2  # Gemma2/3 have 4 (pre/post attention and MLP)
+    # Memory-relevant implementation details (no parameters): modeling_gemma*.py GemmaRMSNorm computes
+    # `x * (1 + weight.float())` in fp32; Gemma-2 soft-caps attention scores and final logits with tanh.
+    norm_fp32_scale: bool = False
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
     parallel_attn_mlp: bool = False  # Falcon/GPT-J: attention and MLP in parallel from one norm
     max_position_embeddings: int = 4096
     learned_position_embeddings: bool = False  # GPT-2: wpe table of max_position_embeddings x h

@@ -40,6 +40,10 @@ FLASH_LSE_BYTES_PER_HEAD = 4  # fp32 log-sum-exp per head per token (FlashAttent
 # are not saved by matmul (q, k are). Net saved per score element: 4 + B.
 EAGER_SOFTMAX_FP32_BYTES = 4
 EAGER_PROBS_SAVED_COPIES = 1  # x B per score element (a*s*s per sequence)
+# SDPA math kernel (GPU: fp32 with GQA, where transformers passes enable_gqa): q and k scaled copies,
+# k and v expanded to a heads, the output; per score the softmax output. Traced tinyllama-1.1b fp32
+# at s = 256/512/1024: 4 B x a per token per s, and 4 x B x a x d per token (benchmarks/accuracy).
+MATH_SDPA_AD_SAVED_COPIES = 4
 EAGER_KV_REPEAT = True  # eager path calls repeat_kv: k and v saved at a*d width, not g*d
 # SwiGLU MLP: gate output (saved by act_fn), act output and up output (saved by mul): 3 tensors of i,
 # always; the product is saved by down_proj only when down_proj trains. Non-gated (GELU) MLP: fc1
@@ -47,6 +51,7 @@ EAGER_KV_REPEAT = True  # eager path calls repeat_kv: k and v saved at a*d width
 MLP_GATED_SAVED_COPIES = 3  # x B x i
 MLP_PLAIN_SAVED_COPIES = 1  # x B x i
 MLP_DOWN_INPUT_COPIES = 1  # x B x i, when down_proj / fc2 trains
+DORA_SAVED_OUTPUT_COPIES = 2  # x B x out_features of each DoRA-targeted linear (base + LoRA outputs)
 MOE_ROUTER_FP32_BYTES_PER_EXPERT = 4  # router logits softmax in fp32 (modeling_mixtral: F.softmax(float))
 MOE_DISPATCH_SAVED_COPIES = 2  # x B x h per routed copy of a token (gathered input + weighted output)
 
@@ -56,6 +61,11 @@ KORTHIKANTI_SBH = 34  # bytes per s*b*h (16-bit activations, no recompute, no TP
 KORTHIKANTI_SCORES = 5  # bytes per a*s*s*b: QK^T (2) + softmax out (2) + dropout mask (1)
 KORTHIKANTI_TP_REPLICATED_SBH = 10  # eq. (2): LayerNorms, dropout masks, inputs: not split by TP
 KORTHIKANTI_TP_SHARDED_SBH = 24  # eq. (2): split by t
+# HF GPT-2 (transformers modeling_gpt2.py, gelu_new composite GELU, dropout 0.1): traced per token per
+# layer 46,136 B in bf16 and 92,224 B in fp32 at h = 768 (60 h x B/2 + 4a LSE), 49,216 B under amp
+# (64 h: LayerNorm runs in fp32 under autocast, each Conv1D casts its input). benchmarks/accuracy probes.
+HF_GPT2_SBH_16BIT = 60
+HF_GPT2_AMP_EXTRA_SBH = 4
 
 # Full recomputation (HF gradient_checkpointing / Megatron full): each layer keeps its input
 # (s*b*h x B), and during backward one layer's activations are live again (recomputed).
@@ -81,6 +91,9 @@ INFERENCE_LOGITS_BYTES = 6
 # residual + normed hidden (2 x h) and the MLP's gate, up and act/product (3 x i), in B bytes.
 INFERENCE_TRANSIENT_H_COPIES = 2
 INFERENCE_TRANSIENT_I_COPIES = 3
+# 2-matrix MLP: HF GPT-2's composite tanh GELU (activations.NewGELUActivation) keeps the fc output and
+# up to 4 elementwise intermediates alive at once (traced gpt2 b8 s1024 prefill: 4.3 x B x i; rounded up)
+INFERENCE_TRANSIENT_I_COPIES_PLAIN = 5
 INFERENCE_FP32_NORM_BYTES = 4  # fp32 RMSNorm upcast of the layer input (per element of h)
 
 # ---------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ gradient_as_bucket_view=False, DeepSpeed reduce buckets, LoRA dropout copies (p 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tools import calibration as cal
@@ -542,6 +542,11 @@ def _train(
         if adapters and spec.targets
         else FULL_MASK
     )
+    if adapters and spec.targets and rs.scenario.dora:
+        dora_out = sum(
+            lin.count * lin.out_features for lin in decoder_linears(pb) if lin.name in spec.targets and not lin.expert
+        )
+        mask = replace(mask, dora_out_features=dora_out // max(1, pb.num_layers))
     act_layers = stage.n_layers
     if not adapters and spec.params < pb.total:
         act_layers = _trainable_layers_on_stage(spec, pb, stage)
@@ -554,6 +559,7 @@ def _train(
         if adapters
         else recipe.residual_bytes,  # 16-bit base: 16-bit residual
         flash=rs.flash,
+        kernel=rs.attention_kernel,
         tp=lay.tp,
         sp=lay.sequence_parallel,
         recompute=rs.recompute,
@@ -575,31 +581,34 @@ def _train(
     if stage.last:
         vocab_local = -(-arch.vocab_size // lay.tp)
         for ph in FWD_BWD:
-            logits_at[ph] = training_logits(tokens=batch * s_local, vocab_local=vocab_local, phase=ph)
+            logits_at[ph] = training_logits(
+                tokens=batch * s_local,
+                vocab_local=vocab_local,
+                phase=ph,
+                softcap_bytes=recipe.activation_bytes if arch.final_logit_softcapping else 0,
+            )
     # Moments (traced, benchmarks/accuracy): the loss forward and the loss backward run with every
     # saved tensor alive but no layer being recomputed; under full recompute one layer's activations
     # are live again only once the loss backward is done (its s*b*V tensors freed). The backward
     # phase is the larger of the two moments.
     loss_bwd = logits_at.get("backward", (0, "", ""))[0]
     recompute_moment = act.live > loss_bwd
-    fn_text = f" + final norm {final_norm:,} B" if final_norm else ""
-    act_label = f"activations ({rs.recompute} recompute, {'flash' if rs.flash else 'eager'})"
+    act_label = f"activations ({rs.recompute} recompute, {rs.attention_kernel})"
+
+    def act_entry(with_live: bool) -> tuple[int, str, str]:
+        formula = act.formula if with_live else act.kept_formula
+        head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition("; per layer: ")
+        total = kept + (act.live if with_live else 0)
+        if final_norm:
+            formula = formula.replace(";", " + final norm before the LM head;", 1)
+            head += f" + final norm {final_norm:,} B = {total:,} B"
+        return total, formula, head + (f"; per layer: {per_layer}" if per_layer else "")
+
     b.add(
         "activations",
         act_label,
         act.source,
-        {
-            "end_of_forward": (kept, act.formula, f"{act.substituted} (without the recomputed layer){fn_text}")
-            if act.live
-            else (kept, act.formula, act.substituted + fn_text),
-            "backward": (
-                kept + (act.live if recompute_moment else 0),
-                act.formula,
-                act.substituted + fn_text
-                if recompute_moment or not act.live
-                else f"{act.substituted} (at the loss backward: without the recomputed layer){fn_text}",
-            ),
-        },
+        {"end_of_forward": act_entry(False), "backward": act_entry(recompute_moment)},
     )
     if logits_at:
         if recompute_moment:  # the recomputed layer's moment: the loss tensors are gone
@@ -607,19 +616,25 @@ def _train(
         b.add("logits", "logits and loss (fp32 upcast)", LOGITS_SOURCE, logits_at)
     # HF GA=1: the end of backward (all gradients, the first layer's activations still alive) can
     # exceed the fused optimizer step; it is reported with the step (same gradients and states).
-    if life.name == "from_backward" and spec.params and act.layer_full > transient and not lay.offload_optimizer:
+    # The embedding's backward (embedding_dense_backward) builds its gradient in a temporary and
+    # accumulates it into .grad. Tied (the LM head's gradient is already there): 2 x V x h x B_grad
+    # beyond all gradients (traced gemma-2-2b fp32: 4.39 GiB = 2 x 256000 x 2304 x 4 B); untied: 1 x
+    # (traced llama-3-8b: 2.03 GiB of temporaries while its own .grad, 0.98 GiB, was not yet there).
+    emb_tail = 0
+    if stage.first and not adapters and spec.params >= pb.total:
+        emb_tail = (1 if pb.lm_head else 2) * (pb.embedding // lay.tp) * recipe.grad_bytes
+    tail = max(act.layer_full, emb_tail)
+    if life.name == "from_backward" and spec.params and tail > transient and not lay.offload_optimizer:
         b.parts[:] = [p for p in b.parts if p.name != "optimizer_step_temporaries"]
+        if act.layer_full >= emb_tail:
+            tail_f = "A_layer (the first layer's saved or recomputed tensors while its backward runs)"
+        else:
+            tail_f = "(2 if tied else 1) x V x h x B_grad (the embedding gradient built and accumulated into .grad)"
         b.add(
-            "end_of_backward_activations",
-            "one layer's activations at the end of backward (all gradients alive)",
-            act.source,
-            {
-                "optimizer_step": (
-                    act.layer_full,
-                    "A_layer (the first layer's saved or recomputed tensors while its backward runs)",
-                    f"{act.layer_full:,} B",
-                )
-            },
+            "end_of_backward_temporaries",
+            "end of backward: first layer's activations or the embedding gradient (all gradients alive)",
+            cite(act.source, "torch embedding_dense_backward"),
+            {"optimizer_step": (tail, tail_f, f"{tail:,} B")},
         )
     return ModelFootprint(all_phases, tuple(b.parts), lay.gpu_role(stage), tuple(b.notes), stage)
 
@@ -740,7 +755,9 @@ def _generate(
     per_tok = sum(s.bytes_per_token() for s in specs)
     kv_f = " + ".join(s.formula() for s in specs) + " per token x tokens x sequences"
     kv_s = " + ".join(s.substituted() for s in specs)
-    kv_pre, kv_dec = kv_bytes(specs, prompt_len, seqs), kv_bytes(specs, seq, seqs)
+    # prefill: transformers' DynamicCache holds every prompt token's K/V, sliding-window layers too
+    # (trimmed to the window only for decode; traced mistral-7b / gemma-3-1b prefill); decode: capped
+    kv_pre, kv_dec = per_tok * prompt_len * seqs, kv_bytes(specs, seq, seqs)
     b.add(
         "kv_cache",
         "KV cache",

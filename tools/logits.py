@@ -21,13 +21,21 @@ TRAINING_BYTES_PER_ELEMENT: dict[str, int] = {
 }
 
 
-def training_logits(*, tokens: int, vocab_local: int, phase: str) -> tuple[int, str, str]:
-    """(bytes, formula, substituted) of the logits/loss tensors at `phase` (0 outside fwd/bwd)."""
+def training_logits(
+    *, tokens: int, vocab_local: int, phase: str, softcap_bytes: int = 0
+) -> tuple[int, str, str]:
+    """(bytes, formula, substituted) of the logits/loss tensors at `phase` (0 outside fwd/bwd).
+
+    `softcap_bytes`: Gemma-2 final-logit soft-capping (modeling_gemma2 Gemma2ForCausalLM:
+    `tanh(logits / cap) * cap`): tanh saves its output (activation dtype) until its backward, which
+    runs after the loss backward: + B per element at both moments."""
     per_elem = TRAINING_BYTES_PER_ELEMENT.get(phase, 0)
+    if per_elem:
+        per_elem += softcap_bytes
     total = per_elem * tokens * vocab_local
     return (
         total,
-        f"s*b*V/t x {per_elem} B",
+        f"s*b*V/t x {per_elem} B" + (" (incl. soft-capping tanh output)" if softcap_bytes else ""),
         f"{tokens:,} tokens x {vocab_local:,} x {per_elem} B = {total:,} B",
     )
 

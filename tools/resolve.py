@@ -112,6 +112,7 @@ class ResolvedScenario:
     safety_margin: float
     assumptions: list[Assumption] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    attention_kernel: str = "flash"  # flash (incl. memory-efficient) | math | eager: what the GPU runs
 
     @property
     def training(self) -> bool:
@@ -131,8 +132,26 @@ def _catalog_model(name: str) -> tuple[ModelRef, str | None]:
     mid = spec.id if spec else name
     display = spec.name if spec else name
     native = spec.checkpoint_dtype if spec and not resolved.assumed else None
-    ref = ModelRef(mid, display, resolved.architecture, _breakdown(resolved.architecture), native)
+    arch = _family_details(spec.family if spec else None, resolved.architecture)
+    ref = ModelRef(mid, display, arch, _breakdown(arch), native)
     return ref, resolved.assumed
+
+
+# transformers config defaults of the memory-relevant details the catalog does not store:
+# Gemma/Gemma-2/Gemma-3 GemmaRMSNorm (fp32 `x * (1 + w)`); Gemma2Config attn_logit_softcapping=50.0,
+# final_logit_softcapping=30.0 (Gemma-3 drops soft-capping for qk-norm).
+_FAMILY_DETAILS: dict[str, dict[str, Any]] = {
+    "gemma": {"norm_fp32_scale": True},
+    "gemma2": {"norm_fp32_scale": True, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+    "gemma3": {"norm_fp32_scale": True},
+}
+
+
+def _family_details(family: str | None, arch: Architecture) -> Architecture:
+    """The catalog architecture with its family's implementation details (fields left unset)."""
+    details = _FAMILY_DETAILS.get(family or "", {})
+    update = {k: v for k, v in details.items() if getattr(arch, k) in (None, False)}
+    return arch.model_copy(update=update) if update else arch
 
 
 def _breakdown(arch: Architecture) -> ParamBreakdown:
@@ -440,13 +459,23 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
         "attention", "flash", "transformers uses SDPA (flash / memory-efficient kernels) by default"
     )
     act_bytes = recipe.activation_bytes if recipe else (4 if weight_dtype == "fp32" else 2)
-    flash = attention == "flash"
-    if flash and act_bytes == 4:
-        flash = False
-        notes.append(
-            "fp32 activations: SDPA has no flash kernel for fp32 and falls back to the math path "
-            "(materialised scores); attention counted as eager"
-        )
+    # The SDPA kernel a CUDA GPU picks (torch sdp_utils.cpp): flash for 16-bit inputs; for fp32 the
+    # memory-efficient kernel (same memory as flash: output + fp32 log-sum-exp), except with GQA, where
+    # transformers passes enable_gqa (integrations/sdpa_attention.py) and only the math kernel accepts it.
+    kernel = "eager" if attention == "eager" else "flash"
+    if kernel == "flash" and act_bytes == 4:
+        if arch.kv_heads < arch.num_attention_heads and not arch.kv_lora_rank:
+            kernel = "math"
+            notes.append(
+                "fp32 activations with GQA: SDPA has no flash kernel for fp32 and the memory-efficient one "
+                "does not take enable_gqa, so it runs the math path (materialised scores)"
+            )
+        else:
+            notes.append(
+                "fp32 activations: SDPA runs the memory-efficient kernel (no flash kernel for fp32; "
+                "same memory as flash: no score matrices)"
+            )
+    flash = kernel == "flash"
 
     # --- inference / serving -------------------------------------------------------------------------
     kv_default = (
@@ -504,6 +533,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
         trainable=trainable,
         recompute=recompute if training else "none",
         flash=flash,
+        attention_kernel=kernel,
         layout=layout,
         kv_dtype_bytes=kv_bytes,
         max_new_tokens=sc.max_new_tokens,

@@ -38,31 +38,11 @@ PROBES = [
 ]
 B, S = 2, 512
 
-# Constants the calibration split's traces contradict, with the traced evidence. Not applied to
-# tools/calibration.py (the estimator's tests pin the current values; its owner decides); the
-# benchmark reports them as a what-if: `python -m benchmarks.accuracy.run --proposed`.
-PROPOSED: dict[str, tuple[Any, str]] = {
-    "ADAMW_FOREACH_TRANSIENT_FACTOR": (
-        0.0,
-        "transformers' default optimizer is adamw_torch_fused for torch >= 2.8 (training_args.py): "
-        "no step transient; traced llama-3-8b fp32: 0.01 GiB optimizer-step temporaries, not 29.92",
-    ),
-    "GRADS_RESIDENT_ALL_STEP": (
-        False,
-        "HF Trainer, no gradient accumulation: zero_grad(set_to_none=True), gradients absent in "
-        "forward and early backward (traced llama-3-8b amp b1 s2048: 0 B of gradients at the peak)",
-    ),
-    "ATTN_O_PROJ_INPUT_COPIES": (
-        0,
-        "SDPA output is (b,s,a,d) in memory: o_proj's input is a view of it (one a*d tensor per layer; "
-        "traced llama-3-8b bf16 200,840 B/token/layer vs 209,024 estimated)",
-    ),
-    "LOGITS_BACKWARD_PEAK_BYTES": (
-        12,
-        "loss backward: saved fp32 log_softmax + fp32 grad out + fp32 grad in; the 16-bit logits are "
-        "already freed (traced tinyllama bf16 b8 s8192 gc: 8 B x s*b*V temporaries + 4 B saved)",
-    ),
-}
+# Constants the calibration split's traces contradict, with the traced evidence, applied in memory by
+# `python -m benchmarks.accuracy.run --proposed` before they go into tools/calibration.py. Empty: the
+# four proposals of 18:20 UTC (fused AdamW default, per-framework gradient lifetime, o_proj input as a
+# view of the SDPA output, 12 B/elem loss backward) are in tools/calibration.py / tools/phases.py.
+PROPOSED: dict[str, tuple[Any, str]] = {}
 
 
 @contextmanager

@@ -121,6 +121,9 @@ def compare(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "error_pct": None,
             "error": None,
         }
+        mismatch = kernel_mismatch(rec.get("kernels", []))
+        if mismatch:
+            row["excluded"] = mismatch
         try:
             row["estimate_bytes"] = _estimate_bytes(rec["scenario"])
             row["error_pct"] = (row["estimate_bytes"] - rec["truth_bytes"]) / rec["truth_bytes"] * 100.0
@@ -130,19 +133,32 @@ def compare(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def kernel_mismatch(kernels: list[str]) -> str | None:
+    """Why a trace is not GPU truth, or None. The CPU ran the SDPA math composite (softmax + bmm:
+    materialised scores) while the GPU kernel it models is flash / memory-efficient (no scores):
+    e.g. DeepSeek MLA, q/k head dim 192 != v head dim 128, which CPU flash rejects and CUDA's
+    memory-efficient kernel accepts (torch sdp_utils.cpp check_head_dim_size_mem_efficient)."""
+    ran_math = not any("_scaled_dot_product_flash_attention" in k or "efficient_attention" in k for k in kernels)
+    gpu = next((k.rsplit(": ", 1)[1] for k in kernels if k.startswith("GPU SDPA kernel modelled")), "")
+    if ran_math and gpu in ("flash", "efficient"):
+        return f"CPU ran the math kernel, the GPU runs {gpu} (no score matrices): trace overstates, not scored"
+    return None
+
+
 def _nearest_rank(sorted_values: list[float], q: float) -> float:
     # nearest-rank percentile: the smallest value with at least q of the data at or below it
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
 def summarize(rows: list[dict[str, Any]], scope: str) -> dict[str, Any]:
-    scored = [r for r in rows if r["error_pct"] is not None]
+    scored = [r for r in rows if r["error_pct"] is not None and not r.get("excluded")]
     errors = sorted(abs(r["error_pct"]) for r in scored)
     worst = max(scored, key=lambda r: abs(r["error_pct"]), default=None)
     return {
         "scope": scope,
         "cases": len(scored),
-        "not_estimable": len(rows) - len(scored),
+        "not_estimable": sum(1 for r in rows if r["error_pct"] is None),
+        "excluded": sum(1 for r in rows if r.get("excluded")),
         "median_abs_error_pct": round(statistics.median(errors), 2) if errors else None,
         "p90_abs_error_pct": round(_nearest_rank(errors, 0.9), 2) if errors else None,
         "mean_signed_error_pct": round(statistics.fmean(r["error_pct"] for r in scored), 2)
@@ -160,6 +176,8 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         est = "-" if r["estimate_bytes"] is None else f"{r['estimate_bytes'] / GiB:.2f}"
         err = r["error"] or f"{r['error_pct']:+.1f}%"
+        if r.get("excluded"):
+            err += f" (excluded: {r['excluded']})"
         lines.append(f"| {r['id']} | {r['split']} | {r['truth_bytes'] / GiB:.2f} | {est} | {err} |")
     return "\n".join(lines)
 
@@ -172,6 +190,7 @@ def format_summary(s: dict[str, Any]) -> str:
         f"p90 {s['p90_abs_error_pct']:.1f}%, worst {s['worst_error_pct']:+.1f}% ({s['worst_case']}), "
         f"mean signed {s['mean_signed_error_pct']:+.1f}%, underestimates beyond 5%: "
         f"{s['underestimates_beyond_5pct']}, not estimable: {s['not_estimable']}"
+        + (f", excluded (CPU kernel is not the GPU's): {s['excluded']}" if s.get("excluded") else "")
     )
 
 
@@ -237,12 +256,17 @@ def write_docs(
         f"- targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
         f"worst <= {TARGETS['worst']}%",
         "",
-        "With the constants the calibration split's traces support (`benchmarks/accuracy/calibrate.py`",
-        "`PROPOSED`, applied in memory by `python -m benchmarks.accuracy.run --proposed`; not yet in",
-        "`tools/calibration.py`):",
-        "",
-        *[f"- {format_summary(s)}" for s in proposed],
-        "",
+        *(
+            [
+                "With constants proposed but not yet in `tools/calibration.py` (`benchmarks/accuracy/calibrate.py`",
+                "`PROPOSED`, applied in memory by `python -m benchmarks.accuracy.run --proposed`):",
+                "",
+                *[f"- {format_summary(s)}" for s in proposed],
+                "",
+            ]
+            if proposed
+            else []
+        ),
         "## Every case",
         "",
         "Error = (estimate - truth) / truth; negative = underestimate.",
@@ -285,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     published_line, published = published_summary()
     proposed: list[dict[str, Any]] = []
-    if args.proposed or args.write_docs:
+    from benchmarks.accuracy.calibrate import PROPOSED
+
+    if (args.proposed or args.write_docs) and PROPOSED:
         proposed = proposed_summaries(data["cases"])
     if args.json:
         out = {"rows": rows, "summary": summaries, "published": published, "proposed": proposed}
