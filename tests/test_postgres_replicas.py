@@ -402,6 +402,17 @@ def test_readyz_follows_the_database(cluster: Cluster) -> None:
         events = chat(lb.pick(), {"message": "Can I run Llama-2-7B inference on one RTX 4090?"})
         assert [e.event for e in events][-1] == "done"
         assert one(events, "notice")["code"] == "store_unavailable"
+        # a follow-up needs the stored scenario: a retryable 503 with Retry-After, not a 500
+        resp = httpx.post(
+            f"{lb.pick()}/v1/chat",
+            json={"message": "what about with LoRA?", "conversation_id": first.conversation_id},
+            timeout=TIMEOUT,
+        )
+        assert resp.status_code == 503, resp.text
+        assert resp.headers["retry-after"] == "5"
+        assert "store is unreachable" in resp.json()["error"]
+        resp = httpx.get(f"{lb.pick()}/v1/conversations/{first.conversation_id}", timeout=TIMEOUT)
+        assert resp.status_code == 503, resp.text
     finally:
         cluster.server.start()
 

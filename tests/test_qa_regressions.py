@@ -333,7 +333,10 @@ def test_chinese_formulas_say_their_words_in_chinese_and_keep_the_numbers() -> N
     act = e.component("activations")
     # the peak is the loss backward: layer inputs only (the recomputed layer comes after it; traced) +
     # the final norm; q's and v's LoRA paths each keep their own 16-bit input copy (+2h norms)
-    assert "`1 x 48 层 x 20,971,520 B = 1,006,632,960 B + final norm 41,951,232 B = 1,048,584,192 B; 每层: " in zh
+    assert (
+        "`1 x 48 层 x 20,971,520 B = 1,006,632,960 B + final norm 41,951,232 B = 1,048,584,192 B; 每层: "
+        in zh
+    )
     assert "(61,448 归一化 + 24,576 注意力 + 82,944 MLP) B + 327,680 B 注意力核心 = 346,374,144 B`" in zh
     assert "micro-batches in flight" not in zh and "per layer" not in zh and "linear weights" not in zh
     assert act.substituted in render_answer(e, "en")  # English keeps the estimator's own text

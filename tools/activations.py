@@ -70,7 +70,9 @@ class SaveMask:
     dora_out_features: int = 0
 
     @classmethod
-    def for_targets(cls, targets: tuple[str, ...] | frozenset[str], *, own_input_copies: bool = False) -> SaveMask:
+    def for_targets(
+        cls, targets: tuple[str, ...] | frozenset[str], *, own_input_copies: bool = False
+    ) -> SaveMask:
         t = set(targets)
         return cls(
             norm_weights=False,
@@ -212,11 +214,11 @@ class LlamaBlock:
                 + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
                 + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
             )
-        if arch.qk_norm:  # Qwen3/Gemma3 q_norm/k_norm: per-head RMSNorm before RoPE (RoPE's mul saves cos/sin only)
-            g_heads = max(1, arch.kv_heads)
-            attn += (upcast + (B if mask.norm_weights else 0)) * (a + g_heads) * d + cal.RMSNORM_RSQRT_BYTES * (
-                a + g_heads
-            )
+        if arch.qk_norm:
+            # Qwen3/Gemma3 q_norm/k_norm: per-head RMSNorm before RoPE (RoPE's mul saves only cos/sin):
+            # fp32 upcast (+ normalised copy when the weight trains) of a+g heads, one fp32 rsqrt per head
+            heads = a + max(1, arch.kv_heads)
+            attn += (upcast + (B if mask.norm_weights else 0)) * heads * d + cal.RMSNORM_RSQRT_BYTES * heads
         mlp = self._mlp_per_token(arch, B, mask)
         attn += cal.DORA_SAVED_OUTPUT_COPIES * B * mask.dora_out_features
         if flash:
@@ -294,7 +296,9 @@ class HfGpt2Block:
     60 h x B/2 (bf16 46,136 B and fp32 92,176 B at h = 768), amp 64 h (fp32 LayerNorm outputs cast
     per Conv1D), plus the attention core as in GptBlock."""
 
-    source = "traced transformers modeling_gpt2.py GPT2Block (benchmarks/accuracy); tools/calibration.py HF_GPT2_*"
+    source = (
+        "traced transformers modeling_gpt2.py GPT2Block (benchmarks/accuracy); tools/calibration.py HF_GPT2_*"
+    )
 
     def per_layer(
         self,
@@ -312,7 +316,14 @@ class HfGpt2Block:
     ) -> LayerActivations:
         if tp > 1:  # Megatron-style TP: Korthikanti's split terms
             return GptBlock().per_layer(
-                arch, b=b, s=s, act_bytes=act_bytes, residual_bytes=residual_bytes, flash=flash, tp=tp, sp=sp,
+                arch,
+                b=b,
+                s=s,
+                act_bytes=act_bytes,
+                residual_bytes=residual_bytes,
+                flash=flash,
+                tp=tp,
+                sp=sp,
                 kernel=kernel,
             )
         flash = (kernel or ("flash" if flash else "eager")) == "flash"
@@ -345,7 +356,7 @@ class StageActivations:
     formula: str
     substituted: str
     source: str
-    kept: int = 0  # saved across the whole forward/backward (all layers, or the layer inputs under full recompute)
+    kept: int = 0  # saved through forward and backward (all layers; full recompute: the layer inputs)
     live: int = 0  # full recompute: the recomputed layer's activations, only while its backward runs
     layer_full: int = 0  # one layer's full saved set (the last layer's backward runs with it alive)
     kept_formula: str = ""  # `kept` alone (full recompute: without the recomputed layer)
@@ -495,7 +506,9 @@ def inference_transient(
     return total, formula, subst + f" = {total:,} B"
 
 
-def final_norm_bytes(arch: Architecture, *, tokens: int, act_bytes: int, residual_bytes: int, trains: bool) -> int:
+def final_norm_bytes(
+    arch: Architecture, *, tokens: int, act_bytes: int, residual_bytes: int, trains: bool
+) -> int:
     """Saved tensors of the final norm before the LM head (whole model trains: its weight and the LM
     head's; LoRA: only the fp32 upcast). RMSNorm (modeling_llama LlamaRMSNorm): fp32 upcast + rsqrt
     per token, the normalised tensor (residual dtype) and the LM head's 16-bit input when they train.

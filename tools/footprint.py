@@ -544,7 +544,9 @@ def _train(
     )
     if adapters and spec.targets and rs.scenario.dora:
         dora_out = sum(
-            lin.count * lin.out_features for lin in decoder_linears(pb) if lin.name in spec.targets and not lin.expert
+            lin.count * lin.out_features
+            for lin in decoder_linears(pb)
+            if lin.name in spec.targets and not lin.expert
         )
         mask = replace(mask, dora_out_features=dora_out // max(1, pb.num_layers))
     act_layers = stage.n_layers
@@ -597,7 +599,9 @@ def _train(
 
     def act_entry(with_live: bool) -> tuple[int, str, str]:
         formula = act.formula if with_live else act.kept_formula
-        head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition("; per layer: ")
+        head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition(
+            "; per layer: "
+        )
         total = kept + (act.live if with_live else 0)
         if final_norm:
             formula = formula.replace(";", " + final norm before the LM head;", 1)

@@ -66,7 +66,9 @@ def gradient_lifetime(
             f"the {recipe} recipe (DeepSpeed/Megatron) keeps gradients in persistent buffers for the whole step"
         )
     if model_parallel:
-        return GradsWholeStep("Megatron-style TP/PP/CP keeps gradients in a contiguous buffer for the whole step")
+        return GradsWholeStep(
+            "Megatron-style TP/PP/CP keeps gradients in a contiguous buffer for the whole step"
+        )
     if accumulation_steps > 1:
         return GradsWholeStep("gradient accumulation keeps .grad between micro-batches")
     return GradsFromBackward(

@@ -138,10 +138,14 @@ def kernel_mismatch(kernels: list[str]) -> str | None:
     materialised scores) while the GPU kernel it models is flash / memory-efficient (no scores):
     e.g. DeepSeek MLA, q/k head dim 192 != v head dim 128, which CPU flash rejects and CUDA's
     memory-efficient kernel accepts (torch sdp_utils.cpp check_head_dim_size_mem_efficient)."""
-    ran_math = not any("_scaled_dot_product_flash_attention" in k or "efficient_attention" in k for k in kernels)
+    ran_math = not any(
+        "_scaled_dot_product_flash_attention" in k or "efficient_attention" in k for k in kernels
+    )
     gpu = next((k.rsplit(": ", 1)[1] for k in kernels if k.startswith("GPU SDPA kernel modelled")), "")
     if ran_math and gpu in ("flash", "efficient"):
-        return f"CPU ran the math kernel, the GPU runs {gpu} (no score matrices): trace overstates, not scored"
+        return (
+            f"CPU ran the math kernel, the GPU runs {gpu} (no score matrices): trace overstates, not scored"
+        )
     return None
 
 
@@ -205,7 +209,9 @@ def published_summary() -> tuple[str, dict[str, Any] | None]:
     return "published GPU measurements (" + published.format_summary(summary) + ")", summary
 
 
-def write_summary(overall: dict[str, Any], held_out: dict[str, Any], generated: str) -> None:
+def write_summary(
+    overall: dict[str, Any], held_out: dict[str, Any], generated: str, published: dict[str, Any] | None = None
+) -> None:
     data = {
         "median_abs_error_pct": overall["median_abs_error_pct"],
         "p90_abs_error_pct": overall["p90_abs_error_pct"],
@@ -214,11 +220,23 @@ def write_summary(overall: dict[str, Any], held_out: dict[str, Any], generated: 
         "held_out_p90_abs_error_pct": held_out["p90_abs_error_pct"],
         "underestimates_beyond_5pct": overall["underestimates_beyond_5pct"],
         "cases": overall["cases"],
+        **_published_fields(published),
         "truth": "traced peak of the real transformers model (vramwise trace, fake tensors)",
         "date": generated,
         "command": "python -m benchmarks.accuracy.run --write-summary",
     }
     SUMMARY_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _published_fields(published: dict[str, Any] | None) -> dict[str, Any]:
+    """Median |error| against published GPU rows, when benchmarks/accuracy/published.py reports one."""
+    if not published:
+        return {}
+    median = published.get("median_abs_error_pct")
+    cases = published.get("cases") or published.get("comparable") or 0
+    if median is None:
+        return {}
+    return {"published_median_abs_error_pct": round(median, 2), "published_cases": cases}
 
 
 def proposed_summaries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -329,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             f"worst <= {TARGETS['worst']}%"
         )
     if (args.write_summary or args.write_docs) and not args.quick:
-        write_summary(summaries[0], summaries[2], data["generated"])
+        write_summary(summaries[0], summaries[2], data["generated"], published)
     if args.write_docs and not args.quick:
         write_docs(data, rows, summaries, published_line, proposed)
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tools.errors import ScenarioError
@@ -20,6 +21,7 @@ from tools.errors import ScenarioError
 log = logging.getLogger(__name__)
 
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+STORE_RETRY_AFTER_S = 5
 
 
 class ApiError(Exception):
@@ -136,6 +138,25 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.headers:
             resp.headers.update(exc.headers)
         return resp
+
+    async def _store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # the database (or another backing service) is unreachable: retryable, so 503 + Retry-After,
+        # which load balancers and clients treat as "try again / another replica", not a bug (500)
+        log.warning("backing store unavailable on %s %s: %s", request.method, request.url.path, exc)
+        resp = error_response(
+            request,
+            ApiError(
+                503,
+                "the conversation store is unreachable right now; retry in a few seconds",
+                code="store_unavailable",
+            ),
+        )
+        resp.headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
+        return resp
+
+    app.add_exception_handler(DBAPIError, _store_unavailable)
+    app.add_exception_handler(ConnectionError, _store_unavailable)
+    app.add_exception_handler(TimeoutError, _store_unavailable)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
