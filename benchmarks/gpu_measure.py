@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -248,9 +249,9 @@ def _model_dtype(plan: Any) -> str:
 def _apply_lora(model: Any, plan: Any) -> Any:
     from peft import LoraConfig, get_peft_model
 
-    from tools.trace.steps import ALL_LINEAR
-
-    targets = list(ALL_LINEAR) if plan.lora_targets == ["all-linear"] else list(plan.lora_targets)
+    # as tools/trace/steps.py: PEFT resolves "all-linear" itself (every Linear except the output layer)
+    all_linear = any(t.strip().lower() in ("all-linear", "all_linear", "all") for t in plan.lora_targets)
+    targets: str | list[str] = "all-linear" if all_linear else list(plan.lora_targets)
     rank = int(plan.lora_rank or 8)
     config = LoraConfig(
         r=rank,
@@ -267,10 +268,12 @@ def _train(model: Any, plan: Any, device: str) -> None:
     import torch
 
     model.train()
-    if plan.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if plan.task == "lora":
-            model.enable_input_require_grads()
+    if plan.gradient_checkpointing:  # the tracer's settings (tools/trace/steps.py _train)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # renamed activation_checkpointing_enable in v5
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
+            )
     trainable = [p for p in model.parameters() if p.requires_grad]
     # transformers Trainer default optim adamw_torch_fused (tools/trace/steps.py does the same)
     optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)

@@ -317,3 +317,67 @@ def test_llama_tp_with_and_without_sequence_parallel() -> None:
     # without SP the norms' saved tensors (2 x (4 + 2 + 2) x h + 2 x 4 B rsqrt per token) stay whole
     norms = 32 * s * (2 * 8 * h + 8)
     assert _act(arch, s=s, b=1, flash=True, tp=2) == (one - norms) // 2 + norms
+
+
+# --- traced calibration (docs/accuracy.md): framework rules and per-implementation tensors ---------------
+def _phase_parts(rs, phase: str) -> dict[str, int]:
+    from tools.footprint import model_footprint
+
+    return {c.name: c.bytes for c in model_footprint(rs).components_at(phase)}
+
+
+def test_gradient_lifetime_follows_the_framework() -> None:
+    base = {"model": "llama-3.2-1b", "task": "full_finetune", "precision_recipe": "bf16", "seq_len": 1024}
+    p = resolve(Scenario(**base)).model.params.total
+    # HF Trainer, no accumulation: zero_grad(set_to_none=True) -> no gradients before backward finishes
+    hf = resolve(Scenario(**base))
+    assert "gradients" not in _phase_parts(hf, "end_of_forward")
+    assert "gradients" not in _phase_parts(hf, "backward")
+    assert _phase_parts(hf, "optimizer_step")["gradients"] == 2 * p
+    # accumulation keeps .grad between micro-batches; DeepSpeed ZeRO keeps its gradient partitions
+    for extra in ({"gradient_accumulation_steps": 4}, {"zero_stage": 1, "num_gpus": 2}):
+        rs = resolve(Scenario(**base, **extra))
+        assert _phase_parts(rs, "backward")["gradients"] == 2 * p, extra
+    e = estimate(Scenario(**base, gpu="h100"), plan=False)
+    assert any(n.startswith("gradients (from backward)") for n in e.notes)
+
+
+def test_qk_norm_saves_fp32_copies_per_head() -> None:
+    arch = resolve(Scenario(model="qwen3-8b")).model.arch
+    plain = arch.model_copy(update={"qk_norm": False})
+    s, a, g, d = 512, arch.num_attention_heads, arch.kv_heads, arch.d_head
+    extra = _act(arch, s=s, b=1, flash=True) - _act(plain, s=s, b=1, flash=True)
+    # fp32 upcast (4) + normalised copy (2) per head element, fp32 rsqrt per head: traced 30,888 B/token
+    assert (4 + 2) * (a + g) * d + 4 * (a + g) == 30_880
+    assert extra == 32 * s * 30_880  # _act: 32 layers
+
+
+def test_sliding_window_prefill_holds_the_whole_prompt() -> None:
+    e = estimate(
+        Scenario(model="mistral-7b-v0.1", task="inference", batch_size=4, seq_len=8192, max_new_tokens=4),
+        plan=False,
+    )
+    per_tok = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads x 128, bf16
+    phases = {ph.phase: ph for ph in e.per_gpu.phases}
+    rs = resolve(e.scenario)
+    assert _phase_parts(rs, "prefill")["kv_cache"] == per_tok * 8188 * 4  # DynamicCache: every prompt token
+    assert _phase_parts(rs, "decode")["kv_cache"] == per_tok * 4096 * 4  # trimmed to the window
+    assert (
+        e.per_gpu.peak_phase == "prefill" and phases["prefill"].tensor_bytes > phases["decode"].tensor_bytes
+    )
+
+
+def test_gemma2_softcapping_keeps_the_tanh_outputs() -> None:
+    rs = resolve(Scenario(model="gemma-2-2b", task="full_finetune", precision_recipe="bf16", seq_len=1024))
+    assert rs.model.arch.final_logit_softcapping == 30.0 and rs.model.arch.norm_fp32_scale
+    # loss backward 12 B + the bf16 tanh output of the final soft-capping, per logit element
+    assert _phase_parts(rs, "backward")["logits"] == (12 + 2) * 1024 * 256000
+
+
+def test_lora_dropout_keeps_a_dropped_copy_and_a_mask_per_target() -> None:
+    kw = {"model": "llama-2-7b", "task": "lora", "gpu": "a100", "precision_recipe": "bf16"}
+    plain = estimate(Scenario(**kw), plan=False).component("activations").bytes
+    dropped = estimate(Scenario(**kw, lora_dropout=0.05), plan=False).component("activations").bytes
+    s, h = 2048, 4096
+    # q and v: a dropped bf16 copy each instead of the shared norm output (+2h) and a 1-byte mask each (+2h)
+    assert dropped - plain == 32 * s * (2 * h + 2 * h)

@@ -68,6 +68,15 @@ class SaveMask:
     # are each saved by their mul with the magnitude scale: 2 x B x out_features per targeted linear
     # (traced llama-3-8b DoRA q,v: +20 KB/token/layer = 2 x 2 x (4096 + 1024)).
     dora_out_features: int = 0
+    # bitsandbytes 4-/8-bit base linears keep their input for backward even though their weight is
+    # frozen (bitsandbytes/autograd/_functions.py MatMul4Bit.forward: `if any(ctx.needs_input_grad[:2]):
+    # ctx.tensors = (A, B)`; the input requires grad through the residual stream): QLoRA saves every
+    # linear's input, shared by the base layers reading the same tensor.
+    base_saves_inputs: bool = False
+    # PEFT lora_dropout > 0 (nn.Dropout on the LoRA path's input, peft/tuners/lora/layer.py
+    # update_layer): each targeted linear saves its dropped copy (an own input copy) and the dropout's
+    # 1-byte mask (aten native_dropout) per input element.
+    lora_dropout: bool = False
 
     @classmethod
     def for_targets(
@@ -221,6 +230,12 @@ class LlamaBlock:
             attn += (upcast + (B if mask.norm_weights else 0)) * heads * d + cal.RMSNORM_RSQRT_BYTES * heads
         mlp = self._mlp_per_token(arch, B, mask)
         attn += cal.DORA_SAVED_OUTPUT_COPIES * B * mask.dora_out_features
+        if mask.lora_dropout:  # 1-byte dropout masks of every targeted linear's input
+            attn += cal.DROPOUT_MASK_BYTES * (
+                (mask.attn_in_targets + mask.mlp_in_targets) * h
+                + (a * d if mask.attn_out else 0)
+                + (arch.intermediate_size if mask.mlp_out else 0)
+            )
         if flash:
             core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
             core = tok * core_tok / tp
@@ -262,7 +277,8 @@ class LlamaBlock:
         from tools.params import NAMINGS
 
         if mask.own_input_copies:
-            return mask.attn_in_targets, mask.mlp_in_targets
+            base = int(mask.base_saves_inputs)
+            return mask.attn_in_targets + base, mask.mlp_in_targets + base
         if not fp32_norm_out:
             return int(mask.attn_in), int(mask.mlp_in)
         naming = NAMINGS.get(arch.module_names, NAMINGS["llama"])
@@ -273,7 +289,7 @@ class LlamaBlock:
     @staticmethod
     def _mlp_per_token(arch: Architecture, B: int, mask: SaveMask) -> float:
         copies = cal.MLP_GATED_SAVED_COPIES if arch.gated_mlp else cal.MLP_PLAIN_SAVED_COPIES
-        copies += cal.MLP_DOWN_INPUT_COPIES if mask.mlp_out else 0
+        copies += cal.MLP_DOWN_INPUT_COPIES * (int(mask.mlp_out) + int(mask.base_saves_inputs))
         dense = copies * B * arch.intermediate_size
         if not arch.is_moe:
             return dense
@@ -294,7 +310,8 @@ class HfGpt2Block:
     dropout 0.1 masks and the composite tanh GELU (`gelu_new`, activations.NewGELUActivation), whose
     intermediates Korthikanti's 34 sbh (a fused GELU) does not have. Traced per token per layer:
     60 h x B/2 (bf16 46,136 B and fp32 92,176 B at h = 768), amp 64 h (fp32 LayerNorm outputs cast
-    per Conv1D), plus the attention core as in GptBlock."""
+    per Conv1D), plus the attention core as in GptBlock. LoRA save masks are not applied (the
+    full-training figure: an overestimate for LoRA on GPT-2)."""
 
     source = (
         "traced transformers modeling_gpt2.py GPT2Block (benchmarks/accuracy); tools/calibration.py HF_GPT2_*"

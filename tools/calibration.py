@@ -51,6 +51,7 @@ EAGER_KV_REPEAT = True  # eager path calls repeat_kv: k and v saved at a*d width
 MLP_GATED_SAVED_COPIES = 3  # x B x i
 MLP_PLAIN_SAVED_COPIES = 1  # x B x i
 MLP_DOWN_INPUT_COPIES = 1  # x B x i, when down_proj / fc2 trains
+DROPOUT_MASK_BYTES = 1  # aten native_dropout's bool mask, saved for backward (per element)
 DORA_SAVED_OUTPUT_COPIES = 2  # x B x out_features of each DoRA-targeted linear (base + LoRA outputs)
 MOE_ROUTER_FP32_BYTES_PER_EXPERT = 4  # router logits softmax in fp32 (modeling_mixtral: F.softmax(float))
 MOE_DISPATCH_SAVED_COPIES = 2  # x B x h per routed copy of a token (gathered input + weighted output)

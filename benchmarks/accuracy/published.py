@@ -226,6 +226,16 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
     return names
 
 
+# Settings litgpt rows do not state but litgpt always uses (H11, 18:40 UTC): lit-gpt finetune/lora.py
+# `lora_dropout = 0.05` and litgpt config_hub/finetune/*/lora.yaml `lora_dropout: 0.05`; every litgpt
+# fine-tuning script accumulates gradients (global batch > micro-batch: "global batch 128 via gradient
+# accumulation" in resource-tables.md, global_batch_size > micro_batch_size in the config hub), so the
+# gradients live through the whole step. Only "> 1" matters for memory, hence 2.
+LITGPT_REPO = "Lightning-AI/litgpt"
+LITGPT_LORA_DROPOUT = 0.05
+LITGPT_ACCUMULATION_STEPS = 2
+
+
 def to_scenario(row: PublishedRow) -> Scenario:
     """The Scenario a published row describes: stated settings, then the defaults recorded in `assumed`."""
     from tools.catalog.models import find_model
@@ -259,6 +269,10 @@ def to_scenario(row: PublishedRow) -> Scenario:
         "quant_method": "bnb" if quantised else None,
         "double_quant": (row.quant == "nf4-dq") if quantised else None,
     }
+    if row.source_repo == LITGPT_REPO and row.task != "inference":
+        data["gradient_accumulation_steps"] = LITGPT_ACCUMULATION_STEPS
+        if row.task in ("lora", "qlora"):
+            data["lora_dropout"] = LITGPT_LORA_DROPOUT
     return Scenario.model_validate(data)
 
 
