@@ -206,13 +206,32 @@ def test_sixteen_x_rule_shows_sixteen_bytes_per_parameter() -> None:
 
 
 def test_epochs_do_not_change_the_tool_figure() -> None:
+    """The KB example (3 epochs, 4 accumulation steps) vs its comparison (100 epochs, 1 step): Qwen2.5-1.5B
+    full fine-tuning under HF Trainer (amp, no DeepSpeed). Epochs change nothing; accumulating at all
+    keeps the fp32 gradients alive between micro-batches: 1,543,714,304 x 4 B = 6,174,857,216 B."""
     text = done(collect("does num_epochs change memory?")).answer.answer
     entry = kb_entry("epochs_grad_accum", "en")
     assert entry is not None
     a = estimate(Scenario.model_validate(entry.example), plan=False)
     b = estimate(Scenario.model_validate(entry.compare), plan=False)
-    assert a.per_gpu.total_bytes == b.per_gpu.total_bytes
-    assert text.count(fmt_gib(a.per_gpu.total_bytes)) >= 2
+    grads = next(c.bytes for c in a.components if c.name == "gradients")
+    assert grads == 1_543_714_304 * 4
+    assert a.per_gpu.tensor_peak_bytes - b.per_gpu.tensor_peak_bytes == grads
+    # epochs alone: identical totals; more accumulation steps (4 -> 16): identical totals
+    for changed in ({"epochs": 100}, {"epochs": 1}, {"gradient_accumulation_steps": 16}):
+        c = estimate(Scenario.model_validate({**entry.example, **changed}), plan=False)
+        assert c.per_gpu.total_bytes == a.per_gpu.total_bytes, changed
+    same_ga = estimate(Scenario.model_validate({**entry.compare, "epochs": 3}), plan=False)
+    assert same_ga.per_gpu.total_bytes == b.per_gpu.total_bytes
+    for shown in (a.per_gpu.total_bytes, b.per_gpu.total_bytes):
+        assert text.count(fmt_gib(shown)) >= 2, fmt_gib(shown)  # in the text and in the figure block
+    flat = " ".join(text.split())  # the KB text is wrapped
+    for peak in (a, b):
+        assert f"tensor peak **{fmt_gib(peak.per_gpu.tensor_peak_bytes)}**" in flat
+    assert f"The tensor-peak difference is exactly the gradients, **{fmt_gib(grads)}**" in flat
+    zh = done(collect("训练轮数会影响显存吗？")).answer.answer
+    assert f"张量峰值的差值正好是累积时一直保留的梯度 **{fmt_gib(grads)}**" in zh
+    assert f"每卡 **{fmt_gib(b.per_gpu.total_bytes)}**" in zh
 
 
 def test_lists_and_help() -> None:
@@ -257,3 +276,56 @@ def test_cli_ask_bad_input_exits_2_with_one_line() -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "model" in proc.stderr and "Did you mean" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_chinese_answers_show_the_accuracy_note_in_chinese() -> None:
+    from tools.accuracy import accuracy_bound, accuracy_note
+
+    b = accuracy_bound()
+    zh = done(collect("一张4090推理Llama-3-8B，batch 1，上下文4096")).answer
+    en = done(collect("Llama-3-8B inference on one 4090, batch 1, context 4096")).answer
+    assert zh.estimate is not None and zh.estimate.accuracy_note == accuracy_note("en")
+    assert f"准确度：{accuracy_note('zh')}" in zh.answer
+    assert f"通常误差在 {b.typical_pct}% 以内" in zh.answer and f"在 {b.cases} 个实测" in zh.answer
+    assert "Tensor-peak estimates" not in zh.answer
+    assert f"Accuracy: {accuracy_note('en')}" in en.answer and "准确度" not in en.answer
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_accumulation_note_figures_pass_the_grounding_checker(language: str) -> None:
+    """The no-effect note for gradient_accumulation_steps cites the tool's 1-step figures; the LLM
+    agent's real checker (allow_tool_run over the estimate tool's output) accepts every figure the
+    templated answer prints."""
+    from service.agent.llm.agent import allow_tool_run
+    from service.agent.llm.grounding import AllowedFigures, find_figures, ungrounded_figures
+    from service.agent.llm.tools import ToolRun, estimate_view
+    from service.agent.render import render_answer
+
+    stated = dict(
+        model="qwen2.5-1.5b",
+        task="full_finetune",
+        precision_recipe="amp",
+        gpu="a100-80gb",
+        batch_size=4,
+        seq_len=2048,
+        gradient_checkpointing=True,
+        gradient_accumulation_steps=4,
+    )
+    est = estimate(Scenario.model_validate(stated), plan=True)
+    one = estimate(Scenario.model_validate({**stated, "gradient_accumulation_steps": 1}), plan=False)
+    text = render_answer(est, language)
+    delta = est.per_gpu.tensor_peak_bytes - one.per_gpu.tensor_peak_bytes
+    assert delta == 1_543_714_304 * 4  # fp32 gradients kept between micro-batches
+    for shown in (delta, one.per_gpu.tensor_peak_bytes, one.per_gpu.total_bytes):
+        assert fmt_gib(shown) in text
+    allowed = AllowedFigures()
+    allow_tool_run(
+        allowed,
+        ToolRun(tool="estimate_memory", args=stated, output=json.dumps(estimate_view(est)), estimate=est),
+    )
+    assert find_figures(text)
+    assert ungrounded_figures(text, allowed) == []
+    # the 1-step figures are grounded by the tool output's no-effect text, not by the estimate's own bytes
+    bare = AllowedFigures()
+    bare.add_bytes(figures_of(est))
+    assert {f.text for f in ungrounded_figures(text, bare)} >= {fmt_gib(one.per_gpu.total_bytes)}

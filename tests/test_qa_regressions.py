@@ -337,11 +337,12 @@ def test_chinese_formulas_say_their_words_in_chinese_and_keep_the_numbers() -> N
     # bnb 4-bit base linears keep their inputs (MatMul4Bit ctx.tensors = (A, B)): both norm outputs
     # (+4h) and the SwiGLU product (+2i) in the per-layer figure
     assert (
-        "`1 x 48 层 x 20,971,520 B = 1,006,632,960 B + final norm 41,951,232 B = 1,048,584,192 B; 每层: "
+        "`1 x 48 层 x 20,971,520 B = 1,006,632,960 B + 最终归一化 41,951,232 B = 1,048,584,192 B; 每层: "
         in zh
     )
     assert "(81,928 归一化 + 24,576 注意力 + 110,592 MLP) B + 327,680 B 注意力核心 = 444,940,288 B`" in zh
     assert "micro-batches in flight" not in zh and "per layer" not in zh and "linear weights" not in zh
+    assert "final norm" not in zh and "+ LM head 前的最终归一化; A_layer" in zh  # calibration's new term
     assert act.substituted in render_answer(e, "en")  # English keeps the estimator's own text
     assert (
         "底座线性层权重 x 0.5 B (nf4) + 底座其他参数（嵌入、LM head、归一化） x 4 B + LoRA 适配器 x 4 B" in zh
@@ -415,3 +416,107 @@ def test_fewer_gpus_are_phrased_as_more_than_needed_in_both_languages() -> None:
     assert "1. a single GPU is enough (you asked for 8): **16.26 GiB** per GPU on 1 GPU, fits." in en
     zh = answer_text("用8张A100部署 Llama-2-7B 推理")
     assert "1 张卡就够了（你问的是 8 张）" in zh
+
+
+# --- Chinese answers: no untranslated labels after the traced calibration (H13) ----------------------
+# Each question covers one kind of job; the answers are scanned for English component labels, notes
+# dropped for want of a Chinese pattern, and the calibration's new formula words.
+ZH_COVERAGE_QUESTIONS = (
+    "一张A100 80G全参微调Llama-2-7B，batch 4，序列长度2048，需要多少显存",  # full FT (mixed)
+    "两张4090能不能LoRA微调千问2.5-14B，batch 8，cutoff_len 2048，训练3轮",  # LoRA, epochs
+    "单张4090用QLoRA微调Llama-3-8B，batch 2，序列2048，梯度累积8步",  # QLoRA, accumulation
+    "Llama-3-8B在一张4090上推理，batch 1，上下文4096，要多少显存",  # inference
+    "用vLLM在一张H100上部署Qwen2.5-7B，最大长度8192，能放多少KV缓存",  # serving
+    "qwen3-30b-a3b MoE 全参微调，8张H100，ZeRO-3，batch 1，序列4096",  # MoE, ZeRO-3
+    "用PPO训练llama-3-8b，4张A100 80G，batch 2，序列2048",  # RL: PPO
+    "GRPO训练Qwen2.5-7B，8张H100，batch 4，序列1024",  # RL: GRPO
+    "DPO训练qwen2.5-7b，4张A100 80G，batch 2，序列2048",  # RL: DPO
+    "一张A100 80G全参微调qwen2.5-1.5b，fp32训练，batch 8，序列2048",  # fp32 (SDPA math kernel)
+    "一张A100 80G全参微调qwen2.5-1.5b，amp混合精度，batch 8，序列2048，梯度累积4步",  # amp
+    "Llama-2-7B全参微调开启梯度检查点，2张A100 80G，ZeRO-2，batch 8，序列4096",  # recompute, ZeRO-2
+    "Llama-2-13B LoRA微调，秩64，目标全部线性层，一张A100 40G，batch 4，序列2048，开梯度检查点",
+    "Mixtral-8x7B推理，两张A100 80G，张量并行2，batch 8，序列4096",  # MoE inference, TP
+    "一张H100全参微调Llama-3-8B，bf16，adamw 8bit，batch 2，序列4096，梯度累积16步",
+)
+# English words allowed in a Chinese component label: product and library names, symbols
+LABEL_WORDS_ALLOWED = frozenset(
+    {"LoRA", "QLoRA", "KV", "CUDA", "NCCL", "FP32", "ZeRO", "logits", "autocast", "rollout", "cuBLAS", "vLLM"}
+)
+COMPONENT_LINE = re.compile(r"^- \*\*(.+?)\*\*：")
+NEW_FORMULA_WORDS = (
+    "final norm",
+    "SDPA math kernel",
+    "scored positions",
+    "response tokens",
+    "completion tokens",
+)
+
+
+def test_chinese_answers_have_no_untranslated_component_labels_or_notes() -> None:
+    from service.agent.render import localise_note
+
+    seen_components: set[str] = set()
+    for question in ZH_COVERAGE_QUESTIONS:
+        done = ask(question)
+        assert isinstance(done, DoneEvent), (question, done)
+        answer = done.answer
+        assert answer.language == "zh" and answer.estimate is not None, question
+        est, text = answer.estimate, answer.answer
+        seen_components |= {c.name for c in est.components}
+        labels = [m.group(1) for m in map(COMPONENT_LINE.match, text.splitlines()) if m]
+        assert len(labels) == len(est.components), question
+        for label in labels:
+            words = set(re.findall(r"[A-Za-z][A-Za-z0-9]*", label)) - {"3", "P"}
+            english = {w for w in words if w not in LABEL_WORDS_ALLOWED and not re.fullmatch(r"[A-Z0-9]+", w)}
+            assert not english, (question, label)
+            assert "_" not in label, (question, label)  # a raw component name
+        for note in est.notes:  # every estimator note has a Chinese pattern (none silently dropped)
+            assert localise_note(note, "zh"), (question, note)
+        for words in NEW_FORMULA_WORDS:
+            assert words not in text, (question, words)
+        assert "准确度：" in text, question
+        # the scenario values read in Chinese (GRPO's rule-based reward is "无", not None)
+        assert "= None" not in text, question
+    # the calibration's new components appear in these answers and have Chinese labels
+    assert {"activations", "gradients", "logits", "cuda_context", "allocator_slack"} <= seen_components
+
+
+@pytest.mark.parametrize(
+    ("stated", "component", "zh_label"),
+    [
+        # bf16 full fine-tuning peaks at the optimizer step, where the end-of-backward temporaries live
+        (
+            dict(
+                model="llama-2-7b",
+                task="full_finetune",
+                precision_recipe="bf16",
+                gpu="a100-80gb",
+                batch_size=1,
+                seq_len=2048,
+            ),
+            "end_of_backward_temporaries",
+            "反向结束时的临时张量（第一层的激活值或嵌入层梯度）",
+        ),
+        # GRPO with vLLM colocate (gpu_memory_utilization stated): the engine's reservation
+        (
+            dict(
+                model="qwen2.5-7b",
+                task="grpo",
+                gpu="h100-80gb",
+                num_gpus=8,
+                batch_size=4,
+                seq_len=1024,
+                gpu_memory_utilization=0.3,
+            ),
+            "vllm_reservation",
+            "vLLM 同卡推理引擎（权重副本 + KV 块）",
+        ),
+    ],
+)
+def test_calibration_components_have_chinese_labels(stated: dict, component: str, zh_label: str) -> None:
+    e = estimate(Scenario(**stated), plan=False)
+    assert component in {c.name for c in e.components}
+    zh = render_answer(e, "zh")
+    assert f"- **{zh_label}" in zh
+    c = next(c for c in e.components if c.name == component)
+    assert c.label not in zh  # the English label is not shown

@@ -6,11 +6,15 @@ applies, and with which numbers?". The explanation texts are data, per language,
 
 Why these have no effect (or only the stated small one):
 - epochs, learning_rate, warmup_steps, lora_alpha: scalars or loop counts, no tensor changes size.
-- gradient_accumulation_steps: activations are freed after each micro-batch's backward; gradients
-  accumulate into the buffer that exists anyway (HF Trainer / DeepSpeed engine).
+- gradient_accumulation_steps: activations are freed after each micro-batch's backward, so the NUMBER of
+  steps never scales memory. Going from 1 to > 1 can: HF Trainer without ZeRO/Megatron frees gradients
+  after each step (zero_grad(set_to_none=True)) and keeps .grad between micro-batches when accumulating
+  (tools.phases.gradient_lifetime), so the peak can gain up to P_trainable x grad bytes. The note states
+  the tool's own figures for 1 step vs the stated value (GradAccumRule).
 - global_batch_size = micro-batch x accumulation x DP: only the micro-batch is on one GPU at once.
 - lora_dropout: PEFT uses nn.Identity for p = 0 (peft/tuners/lora/layer.py update_layer); p > 0
-  keeps a dropped copy of each targeted module's input for backward (small activation cost).
+  keeps a dropped copy of each targeted module's input (+ mask) for backward: an activation cost the
+  estimator counts (GiB-scale at long sequences: llama-2-7b r=8 q,v b4 s2048 +2.00 GiB).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from tools.errors import ScenarioError
 from tools.result import NoEffect
 from tools.scenario import Scenario
+from tools.units import fmt_gib
 
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[str, ...] = ("en", "zh")
@@ -85,8 +91,105 @@ class ScalarRule:
 
 
 @dataclass(frozen=True)
+class AccumulationFigures:
+    """The tool's peak with gradient_accumulation_steps = 1 and with the stated value (same scenario)."""
+
+    tensor_one: int
+    total_one: int
+    tensor_stated: int
+    total_stated: int
+    gradients: int  # the gradient bytes of the stated job (0 for inference / offloaded gradients)
+    whole_step_anyway: bool  # the framework keeps gradients for the whole step even with 1 step
+
+
+def _peak_of_scenario(s: Scenario) -> tuple[int, int, int, bool]:
+    """(tensor peak, total, gradient bytes, gradients whole-step at 1 step) of `s`.
+
+    The first steps of tools.estimator.estimate (resolve -> footprint -> peak phase -> overhead) without
+    its no-effect notes: estimate() calls no_effect_notes, so calling estimate() here would recurse.
+    tests/test_no_effect.py checks these figures against estimate() itself.
+    """
+    from tools.estimator import footprint_for
+    from tools.overhead import overhead_components
+    from tools.phases import gradient_lifetime, peak_of
+    from tools.resolve import resolve
+
+    rs = resolve(s)
+    fp = footprint_for(rs)
+    phase_components = {ph: fp.components_at(ph) for ph in fp.phases}
+    _, tensors, _ = peak_of(phase_components)
+    tensor_peak = sum(c.bytes for c in tensors)
+    overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
+    grads = max(
+        (c.bytes for comps in phase_components.values() for c in comps if c.name == "gradients"), default=0
+    )
+    lay = rs.layout
+    whole_step = rs.recipe is not None and (
+        gradient_lifetime(
+            zero_stage=lay.zero_stage,
+            recipe=rs.recipe.name,
+            model_parallel=lay.tp * lay.pp * lay.cp > 1,
+            accumulation_steps=1,
+        ).name
+        == "whole_step"
+    )
+    return tensor_peak, tensor_peak + sum(c.bytes for c in overhead), grads, whole_step
+
+
+@lru_cache(maxsize=256)
+def _accumulation_figures_cached(scenario_json: str) -> AccumulationFigures | None:
+    s = Scenario.model_validate_json(scenario_json)
+    try:
+        tensor_one, total_one, _, whole_step = _peak_of_scenario(
+            s.model_copy(update={"gradient_accumulation_steps": 1})
+        )
+        tensor_stated, total_stated, grads, _ = _peak_of_scenario(s)
+    except ScenarioError:  # an incomplete scenario: the note is given without figures
+        return None
+    return AccumulationFigures(tensor_one, total_one, tensor_stated, total_stated, grads, whole_step)
+
+
+def accumulation_figures(s: Scenario) -> AccumulationFigures | None:
+    """The tool's figures for `s` with 1 accumulation step and with its own (cached per scenario: the
+    estimator and the Chinese renderer both ask for the same scenario)."""
+    return _accumulation_figures_cached(s.model_dump_json(exclude_none=True))
+
+
+@dataclass(frozen=True)
+class GradAccumRule:
+    """1 step: nothing to say but the lifetime; > 1: the tool's peak with 1 step vs the stated value.
+
+    The number of steps beyond 1 never matters (activations are freed per micro-batch); 1 -> > 1 adds the
+    gradients to the forward/backward peak only where the framework frees them after each step
+    (HF Trainer, tools.phases.GradsFromBackward)."""
+
+    field: str = "gradient_accumulation_steps"
+
+    def explain(self, s: Scenario, value: Any) -> Explanation:
+        variables: dict[str, Any] = {"value": _fmt(value), "micro_batch": s.batch_size or 1}
+        if int(value) <= 1:
+            return Explanation("gradient_accumulation_steps_one", variables)
+        fig = accumulation_figures(s)
+        if fig is None:
+            return Explanation("gradient_accumulation_steps", variables)
+        variables.update(
+            total=fmt_gib(fig.total_stated),
+            total_one=fmt_gib(fig.total_one),
+            tensor=fmt_gib(fig.tensor_stated),
+            tensor_one=fmt_gib(fig.tensor_one),
+            delta=fmt_gib(fig.tensor_stated - fig.tensor_one),
+            gradients=fmt_gib(fig.gradients),
+        )
+        if fig.tensor_stated > fig.tensor_one:
+            return Explanation("gradient_accumulation_steps_resident", variables)
+        if fig.whole_step_anyway:
+            return Explanation("gradient_accumulation_steps_whole_step", variables)
+        return Explanation("gradient_accumulation_steps_same", variables)
+
+
+@dataclass(frozen=True)
 class LoraDropoutRule:
-    """p = 0: PEFT's nn.Identity, nothing at all; p > 0: a small activation cost, stated."""
+    """p = 0: PEFT's nn.Identity, nothing at all; p > 0: an activation cost (counted by the estimator), stated."""
 
     field: str = "lora_dropout"
 
@@ -115,9 +218,9 @@ class GlobalBatchRule:
         return Explanation(key, variables)
 
 
-RULES: tuple[ScalarRule | LoraDropoutRule | GlobalBatchRule, ...] = (
+RULES: tuple[ScalarRule | GradAccumRule | LoraDropoutRule | GlobalBatchRule, ...] = (
     ScalarRule("epochs"),
-    ScalarRule("gradient_accumulation_steps"),
+    GradAccumRule(),
     ScalarRule("learning_rate"),
     ScalarRule("lora_alpha"),
     LoraDropoutRule(),

@@ -419,9 +419,24 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
-    if estimate.accuracy_note and lang == "en":
-        lines += ["", _fill(lang, "text", "accuracy", note=estimate.accuracy_note)]
+    accuracy = _accuracy_text(estimate, lang)
+    if accuracy:
+        lines += ["", _fill(lang, "text", "accuracy", note=accuracy)]
     return [line for line in lines if line is not None]
+
+
+def _accuracy_text(estimate: Estimate, language: str) -> str | None:
+    """The estimate's measured error bound in the answer's language (same benchmark figures)."""
+    if not estimate.accuracy_note or language == "en":
+        return estimate.accuracy_note
+    try:
+        from tools.accuracy import accuracy_note
+    except ImportError:  # pragma: no cover - tools/accuracy.py is owned by the accuracy issue
+        return None
+    try:
+        return accuracy_note(language)
+    except (OSError, ValueError):  # no benchmark summary written
+        return None
 
 
 def _fmt_small(n_bytes: int) -> str:
