@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tools import calibration as cal
 from tools.activations import inference_transient
 from tools.errors import ScenarioError
@@ -24,7 +26,7 @@ from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.overhead import overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
-from tools.result import Estimate, GpuInfo, PerGpu, ServingCapacity
+from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.scenario import Scenario
 
 
@@ -43,33 +45,55 @@ def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     return model_footprint(rs)
 
 
-def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
-    """Estimate the peak GPU memory of `scenario` on its most loaded GPU (see the module docstring)."""
-    rs = resolve(scenario)
+@dataclass(frozen=True)
+class Peak:
+    """Steps 2-4 of the module docstring: the footprint by phase, the peak phase and what is resident then."""
+
+    fp: ModelFootprint
+    phase_components: dict[str, list[Component]]
+    peak_phase: str
+    tensors: list[Component]  # resident at the peak; sum = tensor_bytes
+    phases: list[PhasePeak]
+    overhead: list[Component]
+    tensor_bytes: int
+    total_bytes: int  # tensors + overhead
+
+
+def peak_for(rs: ResolvedScenario) -> Peak:
+    """The peak of a resolved scenario, without the verdict, notes or planner (tools.no_effect compares
+    peaks of variants of one scenario with it: estimate() itself would recurse into the notes)."""
     fp = footprint_for(rs)
     phase_components = {ph: fp.components_at(ph) for ph in fp.phases}
     peak_phase, tensors, phases = peak_of(phase_components)
     tensor_peak = sum(c.bytes for c in tensors)
     overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
     total = tensor_peak + sum(c.bytes for c in overhead)
+    return Peak(fp, phase_components, peak_phase, tensors, phases, overhead, tensor_peak, total)
+
+
+def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
+    """Estimate the peak GPU memory of `scenario` on its most loaded GPU (see the module docstring)."""
+    rs = resolve(scenario)
+    pk = peak_for(rs)
+    total = pk.total_bytes
     card = rs.gpu.memory_bytes
     budget = int(card * (1.0 - rs.safety_margin))
     fits = total <= budget
-    notes = list(rs.notes) + [n for n in fp.notes if n not in rs.notes]
+    notes = list(rs.notes) + [n for n in pk.fp.notes if n not in rs.notes]
 
-    serving = _serving(rs, phase_components, overhead) if not rs.training else None
+    serving = _serving(rs, pk.phase_components, pk.overhead) if not rs.training else None
     no_effect = _no_effect(rs.scenario)
     gpu = rs.gpu
     est = Estimate.model_construct(
         scenario=rs.scenario,
         per_gpu=PerGpu.model_construct(
-            tensor_peak_bytes=tensor_peak,
+            tensor_peak_bytes=pk.tensor_bytes,
             total_bytes=total,
-            peak_phase=peak_phase,
-            phases=phases,
-            gpu_role=fp.gpu_role,
+            peak_phase=pk.peak_phase,
+            phases=pk.phases,
+            gpu_role=pk.fp.gpu_role,
         ),
-        components=tensors + overhead,
+        components=pk.tensors + pk.overhead,
         gpu=GpuInfo.model_construct(
             id=gpu.id, name=gpu.name, memory_bytes=card, vendor=gpu.vendor, alias_note=rs.gpu_alias_note
         ),

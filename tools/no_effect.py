@@ -105,23 +105,18 @@ class AccumulationFigures:
 def _peak_of_scenario(s: Scenario) -> tuple[int, int, int, bool]:
     """(tensor peak, total, gradient bytes, gradients whole-step at 1 step) of `s`.
 
-    The first steps of tools.estimator.estimate (resolve -> footprint -> peak phase -> overhead) without
-    its no-effect notes: estimate() calls no_effect_notes, so calling estimate() here would recurse.
-    tests/test_no_effect.py checks these figures against estimate() itself.
+    tools.estimator.peak_for, the estimate without its no-effect notes: estimate() calls no_effect_notes,
+    so calling estimate() here would recurse. tests/test_no_effect.py checks these against estimate().
     """
-    from tools.estimator import footprint_for
-    from tools.overhead import overhead_components
-    from tools.phases import gradient_lifetime, peak_of
+    from tools.estimator import peak_for
+    from tools.phases import gradient_lifetime
     from tools.resolve import resolve
 
     rs = resolve(s)
-    fp = footprint_for(rs)
-    phase_components = {ph: fp.components_at(ph) for ph in fp.phases}
-    _, tensors, _ = peak_of(phase_components)
-    tensor_peak = sum(c.bytes for c in tensors)
-    overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
+    pk = peak_for(rs)
     grads = max(
-        (c.bytes for comps in phase_components.values() for c in comps if c.name == "gradients"), default=0
+        (c.bytes for comps in pk.phase_components.values() for c in comps if c.name == "gradients"),
+        default=0,
     )
     lay = rs.layout
     whole_step = rs.recipe is not None and (
@@ -133,7 +128,7 @@ def _peak_of_scenario(s: Scenario) -> tuple[int, int, int, bool]:
         ).name
         == "whole_step"
     )
-    return tensor_peak, tensor_peak + sum(c.bytes for c in overhead), grads, whole_step
+    return pk.tensor_bytes, pk.total_bytes, grads, whole_step
 
 
 @lru_cache(maxsize=256)
