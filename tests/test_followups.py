@@ -154,3 +154,32 @@ def test_concept_in_the_middle_keeps_the_scenario() -> None:
     assert concept.scenario is None
     after = c.ask("and with gradient checkpointing?")
     assert stated(after) == {**stated(first), "gradient_checkpointing": True}
+
+
+def test_card_size_and_precision_followups() -> None:
+    """A bare card size swaps the GPU (a catalog card of that memory, shown as an assumption); precision
+    wording sets the recipe the estimator uses."""
+    c = Conversation()
+    first = c.ask("Full fine-tune Qwen2.5-1.5B on one A100, batch 4, 2k context")
+    assert first.estimate is not None and first.estimate.scenario.precision_recipe == "mixed"
+    card = c.ask("what about a 24GB card?")
+    assert stated(card) == {**stated(first), "gpu": "rtx-4090"}
+    assert card.estimate is not None and card.estimate.gpu.id == "rtx-4090"
+    assert "a 24 GB card without a name: taken as rtx-4090" in card.answer
+    assert_tool_figures(card)
+    amp = c.ask("and with amp?")
+    assert stated(amp) == {**stated(card), "precision_recipe": "amp"}
+    assert amp.estimate is not None and card.estimate is not None
+    assert amp.estimate.per_gpu.total_bytes != card.estimate.per_gpu.total_bytes
+    assert_tool_figures(amp)
+
+    zh = Conversation()
+    base = zh.ask("两张4090 LoRA 微调 Qwen2.5-7B，batch 2")
+    small = zh.ask("那16G显存呢")
+    assert stated(small) == {**stated(base), "gpu": "rtx-4060-ti"}
+    assert small.estimate is not None and small.estimate.gpu.id == "rtx-4060-ti"
+    assert any(a.field == "gpu" for a in small.estimate.assumptions)
+    assert_tool_figures(small)
+    pure = zh.ask("换成纯bf16呢")
+    assert stated(pure)["precision_recipe"] == "bf16" and stated(pure)["gpu"] == "rtx-4060-ti"
+    assert_tool_figures(pure)

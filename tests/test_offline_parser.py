@@ -366,3 +366,217 @@ def test_parser_never_crashes_and_stays_valid(words: list[str]) -> None:
     parsed = parse_question(" ".join(words))
     assert parsed.intent in ("estimate", "concept", "list_gpus", "list_models", "greeting", "unknown")
     assert set(parsed.scenario) <= set(Scenario.model_fields)
+
+
+# --- realistic questions, round 2: concrete scenarios that name a knowledge-base keyword, precision
+# wording, card sizes without a card name, ollama / llama.cpp / LLaMA-Factory / unsloth phrasing.
+# (question, the whole stated-fields dict, the fields the parser itself filled in as assumptions)
+# fmt: off
+EN_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
+    ('Llama-3-8B LoRA with amp on one A100', {'task': 'lora', 'precision_recipe': 'amp', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 1}, []),
+    ('Llama-3-8B full fine-tune with AMP on one A100', {'task': 'full_finetune', 'precision_recipe': 'amp', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 1}, []),
+    ('Qwen2.5-7B full fine-tune, fp32 weights with bf16 autocast, one H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'amp', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('Qwen2.5-7B full fine-tune with HF Trainer bf16=True on one H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'amp', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('Llama-3-8B full fine-tune with DeepSpeed bf16 on 8 A100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
+    ('Llama-3-8B full fine-tune in bf16 on one H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('Llama-3-8B full fine-tune in pure bf16 on one H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'bf16', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('is 24GB enough to fine-tune 7B with LoRA?', {'task': 'lora', 'model': '7B', 'gpu': 'rtx-4090'}, ['gpu']),
+    ('Can I run Llama-3-8B on 8GB VRAM?', {'task': 'inference', 'model': 'llama-3-8b', 'gpu': 'rtx-4060'}, ['gpu']),
+    ('Llama-3-70B inference on 80GB', {'task': 'inference', 'model': 'llama-3-70b', 'gpu': 'a100-80gb'}, ['gpu']),
+    ('12GB card, Qwen2.5-7B QLoRA?', {'task': 'qlora', 'model': 'qwen2.5-7b', 'gpu': 'rtx-3060'}, ['gpu']),
+    ('Mixtral 8x7B int4 on a single 4090?', {'weight_dtype': 'int4', 'model': 'mixtral-8x7b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('ollama run llama3:70b on 2x 3090', {'task': 'inference', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 2, 'weight_dtype': 'int4'}, ['weight_dtype']),
+    ('Can a Mac M2 with 32GB run 70B?', {'task': 'inference', 'model': '70B', 'gpu': 'rtx-5090'}, ['gpu']),
+    ('ZeRO-3 full fine-tune of Llama-2-13B on 8 A100, how much memory?', {'task': 'full_finetune', 'zero_stage': 3, 'model': 'llama-2-13b', 'gpu': 'a100', 'num_gpus': 8}, []),
+    ('Can I QLoRA Llama-3-8B on a 4090 with nf4?', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('Does flash attention help Llama-3-8B on a 4090?', {'attention': 'flash', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('llama.cpp Q4_K_M llama-3-70b on a 3090 with 64GB RAM', {'weight_dtype': 'int4', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 1}, []),
+    ('How much VRAM does Qwen2.5-7B need for GRPO with vLLM on 4 H100?', {'task': 'grpo', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 4}, []),
+    ('fine-tune mistral 7b with lora rank 16 on a 3060 12gb, batch size 1, max_seq_length 512', {'task': 'lora', 'lora_rank': 16, 'batch_size': 1, 'seq_len': 512, 'model': 'mistral-7b', 'gpu': '3060-12gb', 'num_gpus': 1}, []),
+    ('Deploy Llama-3.1-405B FP8 on 8 H100, how many GPUs do I need?', {'task': 'inference', 'weight_dtype': 'fp8', 'model': 'llama-3.1-405b', 'gpu': 'h100', 'num_gpus': 8}, []),
+    ('Gemma 2 27B serving on 2 L4 in int8', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'gemma-2-27b', 'gpu': 'l4', 'num_gpus': 2}, []),
+    ('RTX 4070 12GB Phi-3-mini fine tuning full', {'task': 'full_finetune', 'model': 'phi-3-mini', 'gpu': '4070-12gb'}, []),
+    ('Qwen3-32B QLoRA on an A6000, seq 8k, gradient checkpointing on', {'task': 'qlora', 'seq_len': 8192, 'gradient_checkpointing': True, 'model': 'qwen3-32b', 'gpu': 'a6000', 'num_gpus': 1}, []),
+    ('Will a 3090 handle llama-2-13b inference in 8bit?', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'llama-2-13b', 'gpu': '3090', 'num_gpus': 1}, []),
+    ('DeepSeek-V2-Lite inference bf16 on 1 A100 80G, 32 concurrent requests', {'task': 'inference', 'weight_dtype': 'bf16', 'batch_size': 32, 'model': 'deepseek-v2-lite', 'gpu': 'a100-80gb', 'num_gpus': 1}, []),
+    ('SFT Qwen2.5-14B with ZeRO-2 offload, 4x 4090, bs 1, 2048 tokens', {'task': 'full_finetune', 'batch_size': 1, 'seq_len': 2048, 'zero_stage': 2, 'offload_optimizer': 'cpu', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 4}, []),
+    ('ollama run deepseek-r1:32b on a 4090', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1, 'weight_dtype': 'int4'}, ['model', 'weight_dtype']),
+    ('Why does Qwen3-30B-A3B not fit on a 4090?', {'model': 'qwen3-30b-a3b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('Llama-3-8B full fine-tune, mixed precision with fp32 master weights, 8 A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
+]
+ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
+    ('一张24G的4090能推理Qwen2.5-14B吗，用nf4量化', {'task': 'inference', 'weight_dtype': 'nf4', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('Qwen2.5-7B 全参微调 amp混合精度 单卡A100', {'task': 'full_finetune', 'precision_recipe': 'amp', 'model': 'qwen2.5-7b', 'gpu': 'a100', 'num_gpus': 1}, []),
+    ('Llama-3-8B 全参微调，混合精度，fp32 主权重，8卡A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
+    ('Llama-3-8B 全参微调 纯bf16 单卡H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'bf16', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('Qwen2.5-7B 全参微调 bf16 单卡H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('我只有16G显存能跑Qwen2.5-7B推理吗', {'task': 'inference', 'model': 'qwen2.5-7b', 'gpu': 'rtx-4060-ti'}, ['gpu']),
+    ('48G显存能LoRA微调Qwen2.5-32B吗', {'task': 'lora', 'model': 'qwen2.5-32b', 'gpu': 'rtx-a6000'}, ['gpu']),
+    ('用LLaMA-Factory在单卡A800上全参微调Qwen2.5-7B，cutoff_len 4096, per_device_train_batch_size 2，开deepspeed zero3', {'task': 'full_finetune', 'batch_size': 2, 'seq_len': 4096, 'zero_stage': 3, 'model': 'qwen2.5-7b', 'gpu': 'a800', 'num_gpus': 1}, []),
+    ('vllm部署Qwen2.5-32B-Instruct-AWQ 需要多大显存', {'task': 'inference', 'quant_method': 'awq', 'weight_dtype': 'int4', 'model': 'qwen2.5-32b'}, []),
+    ('Qwen2.5-72B-Instruct-GPTQ-Int4 用vllm部署在两张A100 40G上，max_model_len 8192', {'task': 'inference', 'quant_method': 'gptq', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'qwen2.5-72b', 'gpu': 'a100-40gb', 'num_gpus': 2}, []),
+    ('DeepSeek-R1-Distill-Qwen-32B 单卡4090能跑吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1}, ['model']),
+    ('用 unsloth 在 colab 免费T4上微调 llama-3.1-8b，4bit', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'llama-3.1-8b', 'gpu': 't4'}, ['task']),
+    ('ChatGLM3-6B P-Tuning 单卡 3060 12G', {'model': 'chatglm3-6b', 'gpu': '3060-12gb', 'num_gpus': 1, 'task': 'lora'}, ['task']),
+    ('两张3090 NVLink 跑 Llama-2-70B int4 推理，上下文8k', {'task': 'inference', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'llama-2-70b', 'gpu': '3090', 'num_gpus': 2}, []),
+    ('百川2-13B 量化到 int8 部署在 T4 上', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'baichuan2-13b', 'gpu': 't4'}, []),
+    ('Qwen1.5-MoE-A2.7B 推理 单卡 4090', {'task': 'inference', 'model': 'qwen1.5-moe-a2.7b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('Yi-1.5-34B-Chat 4bit 推理 单卡 4090 能行吗', {'task': 'inference', 'weight_dtype': 'int4', 'model': 'yi-34b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('8张H100训练Llama-3-70B, TP 8, 全参, 序列长度 8k, 用 Megatron', {'task': 'full_finetune', 'precision_recipe': 'megatron', 'seq_len': 8192, 'tp': 8, 'model': 'llama-3-70b', 'gpu': 'h100', 'num_gpus': 8}, []),
+    ('Qwen2.5-Coder-32B 推理显存需要多少？fp16', {'task': 'inference', 'weight_dtype': 'fp16', 'model': 'qwen2.5-coder-32b'}, []),
+    ('GLM-4-9B-Chat 128k 上下文推理 需要几张 A100', {'task': 'inference', 'seq_len': 131072, 'model': 'glm-4-9b', 'gpu': 'a100'}, []),
+    ('用4张4090 做 DPO 训练 Qwen2.5-7B，lora rank 64', {'task': 'dpo', 'lora_rank': 64, 'model': 'qwen2.5-7b', 'gpu': '4090', 'num_gpus': 4}, []),
+    ('Qwen2.5-0.5B 预训练 单卡 4090 batch 32 上下文 1024', {'task': 'pretrain', 'batch_size': 32, 'seq_len': 1024, 'model': 'qwen2.5-0.5b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('A10 24G 部署 qwen2.5-7b-instruct 需要量化吗', {'task': 'inference', 'model': 'qwen2.5-7b', 'gpu': 'a10-24gb'}, []),
+    ('Mixtral-8x7B-Instruct 4bit QLoRA 单卡 A100 80G', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'mixtral-8x7b', 'gpu': 'a100-80gb', 'num_gpus': 1}, []),
+    ('ollama 跑 qwen2.5:14b 单卡 3060 12G 够吗', {'task': 'inference', 'model': 'qwen2.5-14b', 'gpu': '3060-12gb', 'num_gpus': 1, 'weight_dtype': 'int4'}, ['weight_dtype']),
+    ('苹果 M2 Max 32G 能跑 Qwen2.5-32B 吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': 'rtx-5090'}, ['gpu']),
+    ('12G显存 QLoRA 微调 Qwen2.5-7B 够不够', {'task': 'qlora', 'model': 'qwen2.5-7b', 'gpu': 'rtx-3060'}, ['gpu']),
+    ('Llama-3-8B 全参微调 HF Trainer bf16=True 单卡 H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'amp', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
+    ('单卡4090 开 flash attention 跑 Llama-3-8B 推理 32k上下文', {'task': 'inference', 'seq_len': 32768, 'attention': 'flash', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('8卡A100 DeepSpeed bf16 全参微调 Qwen2.5-14B，ZeRO-3', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'mixed', 'zero_stage': 3, 'model': 'qwen2.5-14b', 'gpu': 'a100', 'num_gpus': 8}, []),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("question", "expected", "filled"), EN_REALISTIC + ZH_REALISTIC)
+def test_realistic_questions(question: str, expected: dict[str, Any], filled: list[str]) -> None:
+    language = "zh" if (question, expected, filled) in ZH_REALISTIC else "en"
+    _check(question, expected, language)
+    parsed = parse_question(question)
+    assert sorted(parsed.filled) == filled, (question, parsed.filled)
+
+
+def test_realistic_corpus_is_half_chinese() -> None:
+    assert len(EN_REALISTIC) == len(ZH_REALISTIC) == 30
+
+
+def test_realistic_mentions_resolve_in_catalog() -> None:
+    from tools.catalog import find_gpu, resolve_model
+
+    for question, expected, _ in EN_REALISTIC + ZH_REALISTIC:
+        if "model" in expected:
+            assert resolve_model(expected["model"]).spec is not None, question
+        if "gpu" in expected:
+            assert find_gpu(expected["gpu"])[0].memory_bytes > 0, question
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("ZeRO-3是什么", "zero_stages"),
+        ("what is the difference between LoRA and QLoRA?", "lora_vs_qlora"),
+        ("what is nf4?", "lora_vs_qlora"),
+        ("flash attention 是什么原理？", "flash_attention"),
+        ("QLoRA 和 LoRA 对 Llama-3-8B 有什么区别", "lora_vs_qlora"),  # keyword matched without spaces
+    ],
+)
+def test_concepts_without_a_scenario_still_route_to_the_knowledge_base(question: str, topic: str) -> None:
+    parsed = parse_question(question)
+    assert (parsed.intent, parsed.topic, parsed.scenario) == ("concept", topic, {})
+
+
+def test_card_for_memory_names_catalog_cards_of_exactly_that_memory() -> None:
+    from service.agent.offline.mentions import CARD_FOR_MEMORY
+    from tools.catalog import find_gpu
+
+    for gb, card in CARD_FOR_MEMORY.items():
+        spec = find_gpu(card)[0]
+        assert spec.id == card
+        assert spec.marketed.startswith(f"{gb} GB"), (gb, spec.marketed)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Llama-3-70B on a 3090 with 64GB RAM",
+        "Qwen2.5-7B inference, 32G内存",
+        "Llama-3-8B inference with 20GB",
+    ],
+)
+def test_host_memory_and_odd_sizes_are_not_a_card(question: str) -> None:
+    parsed = parse_question(question)
+    assert parsed.scenario.get("gpu") in (None, "3090") and "gpu" not in parsed.filled
+
+
+@pytest.mark.parametrize(
+    ("question", "recipe"),
+    [
+        ("Qwen2.5-7B full fine-tune in bf16 on one H100", "mixed"),  # plain bf16: the estimator's default
+        ("Qwen2.5-7B LoRA in bf16 on one H100", "amp"),
+        ("Qwen2.5-7B full fine-tune with HF Trainer bf16=True on one H100", "amp"),
+        ("Qwen2.5-7B 全参微调 amp混合精度 单卡A100", "amp"),
+        ("Llama-3-8B full fine-tune with DeepSpeed bf16 on 8 A100", "mixed"),
+        ("Llama-3-8B 全参微调 纯bf16 单卡H100", "bf16"),
+    ],
+)
+def test_precision_wording_reaches_the_estimator(question: str, recipe: str) -> None:
+    from tools.estimator import estimate
+
+    est = estimate(Scenario.model_validate(parse_question(question).scenario), plan=False)
+    assert est.scenario.precision_recipe == recipe
+
+
+def _answer(question: str) -> Any:
+    import asyncio
+
+    from service.agent.base import ConversationState
+    from service.agent.offline import OfflineAgent
+
+    return asyncio.run(OfflineAgent().answer(question, ConversationState()))
+
+
+@pytest.mark.parametrize(
+    ("question", "gpu", "assumed"),
+    [
+        ("一张24G的4090能推理Qwen2.5-14B吗，用nf4量化", "rtx-4090", None),
+        ("is 24GB enough to fine-tune 7B with LoRA?", "rtx-4090", "a 24 GB card without a name"),
+        ("我只有16G显存能跑Qwen2.5-7B推理吗", "rtx-4060-ti", None),
+        ("Can I run Llama-3-8B on 8GB VRAM?", "rtx-4060", "taken as rtx-4060"),
+        ("Can a Mac M2 with 32GB run 70B?", "rtx-5090", "Apple silicon is not in the GPU catalog"),
+        ("ollama run llama3:70b on 2x 3090", "rtx-3090", "4-bit GGUF"),
+        ("Qwen2.5-7B 全参微调 amp混合精度 单卡A100", "a100-80gb", None),
+    ],
+)
+def test_answers_carry_the_tool_figures(question: str, gpu: str, assumed: str | None) -> None:
+    from tools.catalog import find_gpu
+    from tools.estimator import estimate
+    from tools.units import fmt_gib
+
+    answer = _answer(question)
+    assert answer.estimate is not None and answer.estimate.scenario.gpu is not None
+    assert find_gpu(answer.estimate.scenario.gpu)[0].id == gpu
+    reference = estimate(Scenario.model_validate(parse_question(question).scenario), plan=False)
+    assert answer.estimate.per_gpu.total_bytes == reference.per_gpu.total_bytes
+    assert fmt_gib(reference.per_gpu.total_bytes) in answer.answer
+    if assumed:
+        assert assumed in answer.answer
+    for field in parse_question(question).filled:
+        assert any(a.field == field for a in answer.estimate.assumptions), field
+
+
+def test_nf4_inference_on_a_named_card_is_estimated_not_explained() -> None:
+    answer = _answer("一张24G的4090能推理Qwen2.5-14B吗，用nf4量化")
+    assert answer.estimate is not None
+    assert answer.estimate.scenario.weight_dtype == "nf4" and answer.estimate.scenario.task == "inference"
+    assert "放得下" in answer.answer
+
+
+def test_mac_70b_does_not_fit_in_32_gb() -> None:
+    answer = _answer("Can a Mac M2 with 32GB run 70B?")
+    assert answer.estimate is not None
+    assert answer.estimate.per_gpu.total_bytes > 32 * 10**9
+    assert "does not fit" in answer.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "A 7B model is 14GB in bf16, will it fit my 12GB card?",
+        "Llama-3-8B is 16GB, can I run it on 12GB VRAM?",
+        "显存只有12G，Qwen2.5-7B 需要 16G 吗",
+    ],
+)
+def test_the_size_next_to_a_vram_word_is_the_card(question: str) -> None:
+    parsed = parse_question(question)
+    assert parsed.scenario["gpu"] == "rtx-3060" and "taken as rtx-3060" in parsed.filled["gpu"]

@@ -34,6 +34,10 @@ def _negated(low: str, start: int) -> bool:
 QLORA_MENTION = re.compile(
     rf"{L}q{SEP}lora{R}|{L}(?:4|four){SEP}bit{SEP}lora{R}|{L}lora{SEP}(?:on|with|\+)?\s*4{SEP}bit"
 )
+# an explicit full-parameter fine-tune (not the generic "fine-tune" / "微调")
+FULL_MENTION = re.compile(
+    rf"{L}full{SEP}(?:parameter|param|fine|finetun|sft|train)|全参|全量|全部参数|{L}fft{R}"
+)
 LORA_MENTION = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
 RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
 # RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
@@ -87,6 +91,12 @@ def task_fields(low: str) -> Fields:
 
 # --- precision, quantisation, optimizer -------------------------------------------------------------------
 
+# "fp32 master weights" describes the recipe (mixed), not the dtype of the weights the model runs in.
+_FP32_MASTER = re.compile(
+    rf"{L}(?:fp32|float32){SEP}master(?:{SEP}(?:weights?|copy|params))?{R}|{L}master{SEP}(?:weights?|copy){SEP}(?:in{SEP})?fp32{R}"
+    r"|fp32\s*(?:的)?\s*主(?:权重|副本|参数)"
+)
+
 _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nf4", re.compile(rf"{L}nf4{R}|{L}load{SEP}in{SEP}4{SEP}bit{R}")),
     (
@@ -105,6 +115,33 @@ _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("bf16", re.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),
     ("fp16", re.compile(rf"{L}(?:fp16|float16|half{SEP}precision|half){R}|半精度")),
     ("fp32", re.compile(rf"{L}(?:fp32|float32|full{SEP}precision|single{SEP}precision){R}|单精度|全精度")),
+)
+
+
+# Training precision recipes (tools/precision.py RECIPES), most specific wording first. Plain "bf16" is
+# not a recipe: it names the weight dtype, and the estimator picks the recipe for the task.
+_RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("megatron", re.compile(rf"{L}megatron{R}")),
+    ("bf16", re.compile(rf"{L}pure{SEP}bf16{R}|纯\s*bf16|{L}bf16{SEP}(?:states|optimizer){R}")),
+    # torch.autocast over fp32 weights; HF Trainer's bf16=True/fp16=True is this (the model keeps its
+    # fp32 parameters, transformers Trainer -> accelerate autocast)
+    (
+        "amp",
+        re.compile(
+            rf"{L}(?:amp|autocast|torch{SEP}amp){R}|{L}fp32{SEP}weights?{SEP}(?:with|\+|and){SEP}(?:bf16|fp16)"
+            rf"|{L}(?:--)?(?:bf16|fp16)\s*(?:=|:)\s*true{R}"
+            rf"|{L}(?:hf|huggingface|hugging{SEP}face|transformers){SEP}trainer{R}.*{L}(?:bf16|fp16){R}"
+        ),
+    ),
+    # 16-bit weights + fp32 master copy in the optimizer: DeepSpeed's bf16/fp16 config (ZeRO paper)
+    (
+        "mixed",
+        re.compile(
+            rf"{L}mixed{SEP}precision{R}|混合精度|{_FP32_MASTER.pattern}"
+            rf"|{L}deepspeed{R}[^,，。;；]{{0,40}}{L}(?:bf16|fp16){R}|{L}(?:bf16|fp16){R}[^,，。;；]{{0,20}}{L}deepspeed{R}"
+        ),
+    ),
+    ("fp32", re.compile(rf"{L}fp32{SEP}(?:training|train){R}|单精度训练")),
 )
 
 
@@ -127,6 +164,7 @@ def dtype_fields(low: str) -> Fields:
         " ",
         cleaned,
     )
+    cleaned = _FP32_MASTER.sub(" ", cleaned)
     for dtype, pattern in _DTYPE_RULES:
         if pattern.search(cleaned):
             out["weight_dtype"] = dtype
@@ -138,16 +176,9 @@ def dtype_fields(low: str) -> Fields:
     g = re.search(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}", low)
     if g:
         out["quant_group_size"] = int(g.group(1))
-    if re.search(rf"{L}megatron{R}", low):
-        out["precision_recipe"] = "megatron"
-    elif re.search(rf"{L}pure{SEP}bf16{R}|纯\s*bf16|{L}bf16{SEP}(?:states|optimizer){R}", low):
-        out["precision_recipe"] = "bf16"
-    elif re.search(rf"{L}mixed{SEP}precision{R}|混合精度", low):
-        out["precision_recipe"] = "mixed"
-    elif re.search(rf"{L}(?:amp|autocast){R}", low):
-        out["precision_recipe"] = "amp"
-    elif re.search(rf"{L}fp32{SEP}(?:training|train){R}|单精度训练", low):
-        out["precision_recipe"] = "fp32"
+    recipe = next((name for name, pattern in _RECIPE_RULES if pattern.search(low)), None)
+    if recipe:
+        out["precision_recipe"] = recipe
     kv = re.search(
         rf"{L}(fp8|int8|fp16|bf16){SEP}kv|kv(?:{SEP}cache)?{SEP}(?:in|dtype|=|:)?\s*(fp8|int8|fp16|bf16)", low
     )

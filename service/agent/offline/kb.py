@@ -79,10 +79,10 @@ def kb_entry(topic: str, language: str) -> KbEntry | None:
 
 
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:
-    escaped = re.escape(keyword)
     if keyword.isascii():
-        return re.compile(rf"(?<![a-z0-9]){escaped}(?![a-z0-9])")
-    return re.compile(escaped)
+        return re.compile(rf"(?<![a-z0-9]){re.escape(keyword)}(?![a-z0-9])")
+    # Chinese keywords are matched without spaces: people write "QLoRA 和 LoRA" and "qlora和lora" alike
+    return re.compile(re.escape(re.sub(r"\s+", "", keyword)))
 
 
 @lru_cache(maxsize=1)
@@ -100,8 +100,13 @@ def _topic_patterns() -> tuple[tuple[str, tuple[tuple[re.Pattern[str], int], ...
 def match_topic(low: str) -> str | None:
     """The knowledge-base topic whose keywords cover the most of the (lower-cased) question."""
     best: tuple[int, str] | None = None
+    compact = re.sub(r"\s+", "", low)
     for topic, patterns in _topic_patterns():
-        score = sum(weight for pattern, weight in patterns if pattern.search(low))
+        score = sum(
+            weight
+            for pattern, weight in patterns
+            if pattern.search(low if pattern.pattern.isascii() else compact)
+        )
         if score and (best is None or score > best[0]):
             best = (score, topic)
     return best[1] if best else None

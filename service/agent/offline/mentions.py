@@ -71,6 +71,11 @@ def _phi(m: re.Match[str]) -> str:
     return f"phi-{version}-{variant}" if variant else f"phi-{version}"
 
 
+def _ollama_distill(m: re.Match[str]) -> str:
+    size = m.group(1)
+    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"qwen2.5-{size}b")
+
+
 # Order matters: more specific families first (tinyllama before llama, mixtral before mistral).
 MODEL_RULES: tuple[ModelRule, ...] = (
     _rule(rf"{L}(?:mixtral{SEP})?8\s*[x×]\s*(7|22)\s*b{R}", lambda m: f"mixtral-8x{m.group(1)}b"),
@@ -86,8 +91,12 @@ MODEL_RULES: tuple[ModelRule, ...] = (
         rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?)?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
         _qwen,
     ),
+    # Qwen1.5-MoE-A2.7B names only its active size (14.3B total; Qwen1.5-MoE model card)
+    _rule(rf"{L}qwen{SEP}1\.5{SEP}moe(?:{SEP}a2\.7\s*b)?{R}", lambda m: "qwen1.5-moe-a2.7b"),
     _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
     _rule(rf"{L}deepseek{SEP}r1{SEP}distill{SEP}(qwen|llama){SEP}(\d+(?:\.\d+)?)\s*b{R}", _distill),
+    # ollama's deepseek-r1:<size> tags below 671B are the distills (ollama library page for deepseek-r1)
+    _rule(rf"{L}deepseek{SEP}r1{SEP}(1\.5|7|8|14|32|70)\s*b{R}", _ollama_distill),
     _rule(rf"{L}deepseek{SEP}(v2{SEP}lite|v2\.5|v2|v3(?:\.1)?|r1){R}", _deepseek),
     _rule(rf"{L}chatglm(\d){SEP}{SIZE}{R}", lambda m: f"chatglm{m.group(1)}-{m.group(2)}b"),
     _rule(rf"{L}glm{SEP}(\d){SEP}{SIZE}{R}", lambda m: f"glm-{m.group(1)}-{m.group(2)}b"),
@@ -117,14 +126,18 @@ _GENERIC_MODEL = re.compile(rf"{L}([a-z][a-z0-9.]*(?:[_\-][a-z0-9.]+)*[_\-]\d+(?
 _BARE_SIZE = re.compile(rf"{L}(\d+(?:\.\d+)?)\s*(b|bn|billion){R}|(\d+(?:\.\d+)?)\s*(千亿|百亿|亿)")
 
 
+_OLLAMA_TAG = re.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
+
+
 def find_model(low: str) -> Mention | None:
     """The first model family mention, else a model-shaped unknown name."""
+    low = _OLLAMA_TAG.sub("-", low)  # same length: spans stay valid in the caller's text
     best: Mention | None = None
     for rule in MODEL_RULES:
         for m in rule.pattern.finditer(low):
             name = rule.name(m)
             if name and (best is None or m.start() < best.start):
-                note = DISTILL_NOTE if rule.name is _distill else None
+                note = DISTILL_NOTE if rule.name in (_distill, _ollama_distill) else None
                 best = Mention(name, m.start(), m.end(), note)
                 break
     if best is not None:
@@ -220,3 +233,56 @@ def find_gpu(low: str) -> GpuMention:
     if count is not None and count < 1:
         count = None
     return GpuMention(gpu, count)
+
+
+# --- a card size without a card name ("is 24GB enough", "我只有16G显存") --------------------------------------
+
+# memory (GB as marketed) -> the catalog card taken to stand for it: the most common card sold with exactly
+# that memory (consumer cards first); checked against the catalog's `marketed` memory in the parser tests.
+CARD_FOR_MEMORY: dict[int, str] = {
+    8: "rtx-4060",
+    10: "rtx-3080",
+    12: "rtx-3060",
+    16: "rtx-4060-ti",
+    24: "rtx-4090",
+    32: "rtx-5090",
+    40: "a100-40gb",
+    48: "rtx-a6000",
+    80: "a100-80gb",
+    141: "h200",
+    192: "mi300x",
+}
+_CARD_MEMORY = re.compile(
+    r"(?<![a-z0-9.])(\d{1,3})\s*(?:gb|g|gib)(?![a-z0-9])"
+    # not host memory: "64GB RAM", "32G内存", "128 GB of system memory"
+    r"(?!\s*(?:of\s+)?(?:system\s+|cpu\s+|host\s+|ddr\d?\s*)?(?:ram|内存|system\s+memory|cpu\s+memory|ddr))"
+)
+_VRAM_WORD = re.compile(r"\s*(?:of\s+)?(?:vram|gpu|card|graphics|显存|显卡|的显卡|卡)")
+_VRAM_WORD_BEFORE = re.compile(r"(?:vram|显存)\s*(?:只有|有|is|of|:)?\s*$")
+_APPLE = re.compile(
+    rf"{L}(?:mac(?:book)?(?:\s*(?:pro|air|studio|mini))?|apple(?:\s+silicon)?|m[1-4]\s*(?:pro|max|ultra)){R}"
+    r"|苹果|(?<![a-z0-9])m[1-4](?=\s*(?:芯片|的|with|,|，))"
+)
+
+
+def find_card_memory(low: str) -> Mention | None:
+    """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a note."""
+    apple = _APPLE.search(low)
+    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in CARD_FOR_MEMORY]
+    # "a 7B model is 14GB in bf16: will it fit my 12GB card?": the size next to a VRAM word wins
+    near = [m for m in sizes if _VRAM_WORD.match(low, m.end()) or _VRAM_WORD_BEFORE.search(low[: m.start()])]
+    for m in near or sizes:
+        gb = int(m.group(1))
+        card = CARD_FOR_MEMORY[gb]
+        if apple:
+            note = (
+                f"Apple silicon is not in the GPU catalog: its {gb} GB of unified memory is compared with a "
+                f"{gb} GB card ({card}); macOS lets the GPU use only part of unified memory "
+                "(Metal recommendedMaxWorkingSetSize), so the real limit is lower"
+            )
+        else:
+            note = (
+                f"a {gb} GB card without a name: taken as {card}, the most common catalog card with {gb} GB"
+            )
+        return Mention(card, m.start(), m.end(), note)
+    return None

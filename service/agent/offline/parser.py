@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from service.agent.events import Language
 from service.agent.offline.fields import (
+    FULL_MENTION,
     LORA_MENTION,
     QLORA_MENTION,
     RL_LORA_DEFAULT_RANK,
@@ -22,7 +23,7 @@ from service.agent.offline.fields import (
 )
 from service.agent.offline.kb import match_topic
 from service.agent.offline.language import detect_language
-from service.agent.offline.mentions import L, R, find_bare_size, find_gpu, find_model
+from service.agent.offline.mentions import L, R, find_bare_size, find_card_memory, find_gpu, find_model
 
 _NO_EFFECT_KEYS = frozenset(
     {"epochs", "learning_rate", "gradient_accumulation_steps", "warmup_steps", "lora_alpha", "lora_dropout"}
@@ -69,6 +70,10 @@ _LIST_GPUS = re.compile(
 _LIST_MODELS = re.compile(
     rf"{L}(?:which|what|list)\s+models\b|{L}(?:supported|known)\s+models|支持哪些模型|有哪些模型|模型列表"
 )
+_OLLAMA = re.compile(rf"{L}ollama{R}")
+_PROMPT_TUNING = re.compile(
+    rf"{L}(?:p[\s_\-]*tuning(?:[\s_\-]*v2)?|ptuning(?:v2)?|prefix[\s_\-]*tuning|prompt[\s_\-]*tuning){R}"
+)
 _GREETING = re.compile(r"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
 _FOLLOWUP = re.compile(
     rf"^(?:and|what about|how about|then|instead|with|same|now|ok|so)\b|{L}(?:what about|how about|instead|rather)\b|"
@@ -90,10 +95,15 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         fields["model"] = model.value
     elif size:
         fields["model"] = size.value
+    card = None
     if gpu.gpu:
         fields["gpu"] = gpu.gpu
     elif re.search(rf"{L}colab{R}", low):
         fields["gpu"] = "t4"
+    else:
+        card = find_card_memory(low)
+        if card:
+            fields["gpu"] = card.value
     if gpu.count and "num_gpus" not in fields:
         fields["num_gpus"] = gpu.count
     if fields.get("task") == "qlora" and fields.get("weight_dtype") == "int4":
@@ -106,6 +116,28 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     filled: dict[str, str] = {}
     if model and model.note:
         filled["model"] = f"{model.note}: taken as {model.value}"
+    if card and card.note:
+        filled["gpu"] = card.note
+    if (
+        fields.get("task") == "full_finetune"
+        and fields.get("weight_dtype") == "int4"
+        and "quant_method" not in fields
+        and not FULL_MENTION.search(low)
+    ):
+        # "fine-tune in 4bit" (unsloth, Colab notebooks): a 4-bit base is frozen and adapters train (QLoRA)
+        fields["task"], fields["weight_dtype"] = "qlora", "nf4"
+        filled["task"] = (
+            "fine-tuning on a 4-bit base without a method named: 4-bit weights stay frozen, QLoRA"
+        )
+    if "task" not in fields and _PROMPT_TUNING.search(low):
+        fields["task"] = "lora"
+        filled["task"] = (
+            "P-Tuning / prefix tuning trains a small set of parameters on a frozen base: estimated as LoRA "
+            "(frozen 16-bit base, small trainable adapter)"
+        )
+    if _OLLAMA.search(low) and "weight_dtype" not in fields:
+        fields["weight_dtype"] = "int4"
+        filled["weight_dtype"] = "ollama's default model tags are 4-bit GGUF quantisations (Q4_0 / Q4_K_M)"
     if (
         fields.get("task") in RL_TASKS
         and "lora_rank" not in fields
@@ -136,6 +168,10 @@ def _intent(low: str, topic: str | None, has_subject: bool, fields: dict[str, An
         return "list_gpus"
     if _LIST_MODELS.search(low):
         return "list_models"
+    if has_subject and "gpu" in fields:
+        # a concrete scenario (model + GPU) is estimated even when it names a knowledge-base keyword
+        # ("一张24G的4090能推理Qwen2.5-14B吗，用nf4量化")
+        return "estimate"
     if topic:
         strong = bool(_STRONG_CONCEPT.search(low))
         soft = bool(_SOFT_CONCEPT.search(low))
