@@ -136,7 +136,8 @@ def test_bare_size_is_an_assumption() -> None:
     answer = done(collect("单卡3090 推理 70亿参数模型 4k上下文")).answer
     assert answer.estimate is not None
     assert any(a.field == "model" for a in answer.estimate.assumptions)
-    assert "模型 = " in answer.answer and "你给出的参数规模或名称按这个模型的结构计算" in answer.answer
+    # the catalog's bare-size mapping, named in Chinese (not the generic per-field line)
+    assert "- 模型 = llama-2-7b：你只给了参数规模 7B：按 llama-2-7b 的结构计算（6.74B 参数）" in answer.answer
 
 
 @pytest.mark.parametrize(

@@ -281,7 +281,8 @@ def test_rl_with_lora_records_the_default_rank() -> None:
     parsed = parse_question("DPO Llama-3-8B with LoRA on one 4090")
     assert parsed.scenario["task"] == "dpo"
     assert parsed.scenario["lora_rank"] == 8
-    assert "lora_rank" in parsed.filled
+    assert parsed.filled["lora_rank"].code == "rl_lora_rank"
+    assert parsed.filled["lora_rank"].values == {"method": "DPO", "rank": 8}
 
 
 @pytest.mark.parametrize(
@@ -579,4 +580,6 @@ def test_mac_70b_does_not_fit_in_32_gb() -> None:
 )
 def test_the_size_next_to_a_vram_word_is_the_card(question: str) -> None:
     parsed = parse_question(question)
-    assert parsed.scenario["gpu"] == "rtx-3060" and "taken as rtx-3060" in parsed.filled["gpu"]
+    assert parsed.scenario["gpu"] == "rtx-3060"
+    assert parsed.filled["gpu"].code == "card_from_memory"
+    assert parsed.filled["gpu"].values == {"gb": 12, "card": "rtx-3060"}

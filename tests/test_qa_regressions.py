@@ -520,3 +520,130 @@ def test_calibration_components_have_chinese_labels(stated: dict, component: str
     assert f"- **{zh_label}" in zh
     c = next(c for c in e.components if c.name == component)
     assert c.label not in zh  # the English label is not shown
+
+
+# --- the parser's own defaults give their specific reason in both languages ----------------------
+
+# (question, Chinese assumption line, English assumption line). Chinese answers used to replace every
+# reason below by the generic per-field line ("你没有说明显卡，按这张卡给出结论"), losing e.g. the
+# Apple-silicon caveat and the ollama 4-bit note.
+FILLED_REASONS = [
+    (
+        "Mac M2 32G 能跑 Qwen2.5-14B 推理吗",
+        "- 显卡 = rtx-5090：GPU 目录里没有 Apple 芯片：把它的 32 GB 统一内存当作一张 32 GB 显卡（rtx-5090）"
+        "来比较；macOS 只允许 GPU 使用统一内存的一部分（Metal recommendedMaxWorkingSetSize），实际可用上限更低",
+        "- gpu = rtx-5090: Apple silicon is not in the GPU catalog: its 32 GB of unified memory is compared "
+        "with a 32 GB card (rtx-5090); macOS lets the GPU use only part of unified memory "
+        "(Metal recommendedMaxWorkingSetSize), so the real limit is lower",
+    ),
+    (
+        "我只有16G显存能跑Qwen2.5-7B推理吗",
+        "- 显卡 = rtx-4060-ti：你只说了 16 GB 显存、没有说显卡型号：按 rtx-4060-ti 计算（目录里最常见的 16 GB 显卡）",
+        "- gpu = rtx-4060-ti: a 16 GB card without a name: taken as rtx-4060-ti, the most common catalog card "
+        "with 16 GB",
+    ),
+    (
+        "ollama 跑 qwen2.5:14b 在 4090 上",
+        "- 权重精度 = int4：ollama 的默认模型标签是 4 位 GGUF 量化（Q4_0 / Q4_K_M）；要按其他精度计算请写明标签，"
+        "如 q8_0 或 fp16",
+        "- weight_dtype = int4: ollama's default model tags are 4-bit GGUF quantisations (Q4_0 / Q4_K_M); "
+        "name a tag such as q8_0 or fp16 for another precision",
+    ),
+    (
+        "ChatGLM3-6B P-Tuning 单卡 3060 12G",
+        "- 任务 = lora：P-Tuning / Prefix Tuning 在冻结的底座上只训练少量参数：按 LoRA 估算"
+        "（冻结的 16 位底座 + 小的可训练适配器）",
+        "- task = lora: P-Tuning / prefix tuning trains a small set of parameters on a frozen base: "
+        "estimated as LoRA (frozen 16-bit base, small trainable adapter)",
+    ),
+    (
+        "用 unsloth 在 colab 免费T4上微调 llama-3.1-8b，4bit",
+        "- 任务 = qlora：在 4 位底座上微调但没有说明方法（unsloth / Colab 的 4 位微调示例）：4 位权重保持冻结、"
+        "只训练 LoRA 适配器，即 NF4 底座上的 QLoRA",
+        "- task = qlora: fine-tuning on a 4-bit base without a method named (unsloth / Colab 4-bit notebooks): "
+        "the 4-bit weights stay frozen and LoRA adapters train, i.e. QLoRA on an NF4 base",
+    ),
+    (
+        "DPO Qwen2.5-7B LoRA 两张A100",
+        "- LoRA 秩 = 8：DPO 用 LoRA 但没有说明秩：按 PEFT LoraConfig 的默认值 r=8 计算",
+        "- lora_rank = 8: LoRA named for DPO without a rank: PEFT LoraConfig default r=8",
+    ),
+    (
+        "deepseek-r1-distill-qwen-7b 4090 推理",
+        "- 模型 = qwen2.5-7b：DeepSeek-R1-Distill 系列沿用其底座模型的结构（DeepSeek-R1 模型卡）：按 qwen2.5-7b 计算",
+        "- model = qwen2.5-7b: DeepSeek-R1-Distill models keep their base model's architecture "
+        "(DeepSeek-R1 model card): taken as qwen2.5-7b",
+    ),
+    # the catalog's own free-text assumptions (GPU alias, bare size): English keeps the catalog's text
+    (
+        "7B 全参微调 一张A100",
+        "- 模型 = llama-2-7b：你只给了参数规模 7B：按 llama-2-7b 的结构计算（6.74B 参数）",
+        "- model = llama-2-7b: a bare '7B' is taken as Llama-2-7B's architecture (6.74B params)",
+    ),
+    (
+        "7B 全参微调 一张A100",
+        "- 显卡 = a100-80gb：A100 有多个显存版本：按 a100-80gb 计算；要按其他版本计算请写明显存大小",
+        "- gpu = a100-80gb: 'A100' taken as the 80 GB variant (a100-80gb); say A100 40GB for the other",
+    ),
+]
+
+
+def ask_in(question: str, language: str) -> str:
+    async def run() -> DoneEvent | ErrorEvent:
+        last = None
+        async for event in OfflineAgent().stream(question, ConversationState(), language):  # type: ignore[arg-type]
+            last = event
+        assert isinstance(last, DoneEvent | ErrorEvent)
+        return last
+
+    done = asyncio.run(run())
+    assert isinstance(done, DoneEvent), done
+    return done.answer.answer
+
+
+@pytest.mark.parametrize(("question", "zh_line", "en_line"), FILLED_REASONS)
+def test_filled_defaults_say_their_specific_reason_in_both_languages(
+    question: str, zh_line: str, en_line: str
+) -> None:
+    zh = ask_in(question, "zh").splitlines()
+    en = ask_in(question, "en").splitlines()
+    assert zh_line in zh, [line for line in zh if line.startswith("- ")]
+    assert en_line in en, [line for line in en if line.startswith("- ")]
+    assert "你没有说明显卡" not in "\n".join(zh)  # every case here names its card (or its memory)
+
+
+def test_filled_defaults_carry_a_stable_code_and_values() -> None:
+    done = ask("Mac M2 32G 能跑 Qwen2.5-14B 推理吗")
+    assert isinstance(done, DoneEvent) and done.answer.estimate is not None
+    gpu = next(a for a in done.answer.estimate.assumptions if a.field == "gpu")
+    assert (gpu.code, gpu.values) == ("card_apple_memory", {"gb": 32, "card": "rtx-5090"})
+    assert gpu.reason.startswith("Apple silicon is not in the GPU catalog")  # English for API/LLM consumers
+
+
+def test_every_filled_reason_code_has_a_template_in_both_languages() -> None:
+    from service.agent.prompt_files import load_toml
+
+    en, zh = (set(load_toml(lang, "labels.toml")["filled_reason"]) for lang in ("en", "zh"))
+    assert (
+        en
+        == zh
+        == {
+            "model_distill",
+            "card_apple_memory",
+            "card_from_memory",
+            "task_4bit_finetune",
+            "task_prompt_tuning",
+            "ollama_4bit",
+            "rl_lora_rank",
+            "gpu_alias",
+            "model_from_size",
+        }
+    )
+
+
+def test_an_ollama_q8_0_tag_is_8_bit_not_the_4_bit_default() -> None:
+    """The ollama note tells users to name a tag such as q8_0: that tag must be read."""
+    from service.agent.offline.parser import parse_question
+
+    parsed = parse_question("ollama run qwen2.5:14b-instruct-q8_0 on a 4090")
+    assert parsed.scenario["weight_dtype"] == "int8" and "weight_dtype" not in parsed.filled

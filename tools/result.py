@@ -65,7 +65,10 @@ class Suggestion(BaseModel):
 class Assumption(BaseModel):
     field: str
     value: object
-    reason: str
+    reason: str  # English text
+    # Optional stable code + values: renderers format `[filled_reason].<code>` from prompts/<lang>/labels.toml
+    code: str | None = None
+    values: dict[str, object] = Field(default_factory=dict)
 
 
 class NoEffect(BaseModel):

@@ -18,7 +18,7 @@ from typing import Any
 
 from service.agent.prompt_files import load_toml
 from tools.errors import ScenarioError
-from tools.result import Component, Estimate, Suggestion
+from tools.result import Assumption, Component, Estimate, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
@@ -247,11 +247,21 @@ def gpus_text(n: int, language: str) -> str:
     return _fill(_lang(language), "text", "gpus_one" if n == 1 else "gpus_many", n=n)
 
 
-def _assumption_reason(field: str, reason: str, language: str, value: Any = None) -> str:
+def filled_reason(code: str, values: dict[str, Any], language: str) -> str | None:
+    """A coded assumption reason (`[filled_reason].<code>` in labels.toml) in `language`, else None."""
+    text = _labels(language, "filled_reason").get(code)
+    return Template(text).safe_substitute({k: str(v) for k, v in values.items()}) if text else None
+
+
+def _assumption_reason(a: Assumption, language: str) -> str:
+    if a.code:
+        coded = filled_reason(a.code, a.values, language)
+        if coded:
+            return coded
     if language == "en":
-        return reason
+        return a.reason
     reasons = _labels(language, "assumption_reason")
-    return str(reasons.get(f"{field}.{value}") or reasons.get(field) or reasons.get("_default", ""))
+    return str(reasons.get(f"{a.field}.{a.value}") or reasons.get(a.field) or reasons.get("_default", ""))
 
 
 def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
@@ -412,7 +422,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                     "assumption",
                     field=fields.get(a.field, a.field),
                     value=fmt_value(a.value, lang),
-                    reason=_assumption_reason(a.field, a.reason, lang, a.value),
+                    reason=_assumption_reason(a, lang),
                 )
             )
     notes = [n for n in (localise_note(n, lang) for n in estimate.notes) if n]

@@ -13,6 +13,7 @@ filled-in scenario is `Answer.estimate.scenario`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, parse_question
 from service.agent.render import (
+    filled_reason,
     render_answer_lines,
     render_concept_lines,
     render_error,
@@ -46,6 +48,7 @@ from service.agent.render import (
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
+from tools.units import fmt_count
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +168,15 @@ class OfflineAgent:
                 detail={"language": lang, "stated": stated},
             )
             return
-        for field, reason in parsed.filled.items():  # the parser's own defaults are assumptions too
+        for field, why in parsed.filled.items():  # the parser's own defaults are assumptions too
             if field in stated and not any(a.field == field for a in estimate.assumptions):
-                estimate.assumptions.append(Assumption(field=field, value=stated[field], reason=reason))
+                reason = filled_reason(why.code, why.values, "en") or why.code
+                estimate.assumptions.append(
+                    Assumption(
+                        field=field, value=stated[field], reason=reason, code=why.code, values=why.values
+                    )
+                )
+        _code_catalog_assumptions(estimate, stated)
         yield EstimateEvent(estimate=estimate)
         for chunk in chunk_lines(render_answer_lines(estimate, lang)):
             text += chunk
@@ -279,3 +288,30 @@ def _scenario_error(err: ScenarioError, lang: Language, stated: dict[str, Any]) 
         suggestions=err.suggestions,
         detail={"error": err.render(), "language": lang, "stated": stated},
     )
+
+
+_BARE_SIZE = re.compile(r"\d+(?:\.\d+)?b")  # the parser's bare-size model label ("7B", "1.5B")
+
+
+def _code_catalog_assumptions(estimate: Estimate, stated: dict[str, Any]) -> None:
+    """Give the catalog's free-text assumptions (a GPU alias, a bare size) a code, so every language names them.
+
+    English keeps the catalog's own text (values["note"]); other languages format their template.
+    """
+    for i, a in enumerate(estimate.assumptions):
+        if a.code:
+            continue
+        values: dict[str, object] | None = None
+        if a.field == "gpu" and estimate.gpu.alias_note and a.reason == estimate.gpu.alias_note:
+            code = "gpu_alias"
+            values = {"alias": str(stated.get("gpu", "")).upper(), "card": a.value, "note": a.reason}
+        elif a.field == "model" and _BARE_SIZE.fullmatch(str(stated.get("model", "")).lower()):
+            code = "model_from_size"
+            values = {
+                "size": stated["model"],
+                "model": a.value,
+                "params": fmt_count(estimate.params_total),
+                "note": a.reason,
+            }
+        if values is not None:
+            estimate.assumptions[i] = a.model_copy(update={"code": code, "values": values})

@@ -109,7 +109,7 @@ _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "int8",
         re.compile(
-            rf"{L}(?:int8|w8a16|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
+            rf"{L}(?:int8|w8a16|q8_0|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
         ),
     ),
     ("bf16", re.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),

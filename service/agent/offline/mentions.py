@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import BaseModel, Field
+
 from service.agent.offline.numbers import EN_COUNT_WORD, ZH_NUMERAL, count_word, param_count, size_label
 
 L = r"(?<![a-z0-9.])"  # left boundary: not after an ASCII letter/digit
@@ -20,12 +22,23 @@ SEP = r"[\s_\-]*"
 SIZE = r"(\d+(?:\.\d+)?)\s*b"
 
 
+class FilledReason(BaseModel):
+    """Why the parser chose a value itself (an assumption): a stable code and the values its text needs.
+
+    The text is a template `[filled_reason].<code>` in prompts/<lang>/labels.toml, formatted by the
+    renderer in the answer's language.
+    """
+
+    code: str
+    values: dict[str, str | int] = Field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Mention:
     value: str
     start: int
     end: int
-    note: str | None = None  # why the name was mapped to another architecture (an assumption)
+    reason: FilledReason | None = None  # why the text was mapped to this value (an assumption)
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,8 @@ def _distill(m: re.Match[str]) -> str:
     return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"llama-3.1-{size}b")
 
 
-DISTILL_NOTE = "DeepSeek-R1-Distill models keep their base model's architecture (DeepSeek-R1 model card)"
+# R1-Distill models keep their base model's architecture (DeepSeek-R1 model card)
+DISTILL_REASON = "model_distill"
 
 
 def _phi(m: re.Match[str]) -> str:
@@ -137,8 +151,9 @@ def find_model(low: str) -> Mention | None:
         for m in rule.pattern.finditer(low):
             name = rule.name(m)
             if name and (best is None or m.start() < best.start):
-                note = DISTILL_NOTE if rule.name in (_distill, _ollama_distill) else None
-                best = Mention(name, m.start(), m.end(), note)
+                distill = rule.name in (_distill, _ollama_distill)
+                reason = FilledReason(code=DISTILL_REASON, values={"model": name}) if distill else None
+                best = Mention(name, m.start(), m.end(), reason)
                 break
     if best is not None:
         return best
@@ -266,7 +281,7 @@ _APPLE = re.compile(
 
 
 def find_card_memory(low: str) -> Mention | None:
-    """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a note."""
+    """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a reason."""
     apple = _APPLE.search(low)
     sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in CARD_FOR_MEMORY]
     # "a 7B model is 14GB in bf16: will it fit my 12GB card?": the size next to a VRAM word wins
@@ -274,15 +289,7 @@ def find_card_memory(low: str) -> Mention | None:
     for m in near or sizes:
         gb = int(m.group(1))
         card = CARD_FOR_MEMORY[gb]
-        if apple:
-            note = (
-                f"Apple silicon is not in the GPU catalog: its {gb} GB of unified memory is compared with a "
-                f"{gb} GB card ({card}); macOS lets the GPU use only part of unified memory "
-                "(Metal recommendedMaxWorkingSetSize), so the real limit is lower"
-            )
-        else:
-            note = (
-                f"a {gb} GB card without a name: taken as {card}, the most common catalog card with {gb} GB"
-            )
-        return Mention(card, m.start(), m.end(), note)
+        # Apple silicon: macOS lets the GPU use only part of unified memory (Metal recommendedMaxWorkingSetSize)
+        code = "card_apple_memory" if apple else "card_from_memory"
+        return Mention(card, m.start(), m.end(), FilledReason(code=code, values={"gb": gb, "card": card}))
     return None

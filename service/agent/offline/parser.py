@@ -23,7 +23,15 @@ from service.agent.offline.fields import (
 )
 from service.agent.offline.kb import match_topic
 from service.agent.offline.language import detect_language
-from service.agent.offline.mentions import L, R, find_bare_size, find_card_memory, find_gpu, find_model
+from service.agent.offline.mentions import (
+    FilledReason,
+    L,
+    R,
+    find_bare_size,
+    find_card_memory,
+    find_gpu,
+    find_model,
+)
 
 _NO_EFFECT_KEYS = frozenset(
     {"epochs", "learning_rate", "gradient_accumulation_steps", "warmup_steps", "lora_alpha", "lora_dropout"}
@@ -40,9 +48,8 @@ class ParsedQuestion(BaseModel):
     topic: str | None = None  # knowledge-base topic (answered when intent == "concept")
     model_mention: str | None = None  # the model as the user named it (normalised), if any
     followup: bool = False  # phrased as a change to the previous question ("what about...", "...呢")
-    filled: dict[str, str] = Field(
-        default_factory=dict
-    )  # field -> why the parser chose a value (an assumption)
+    # field -> why the parser chose a value itself (an assumption): code + values, texts in prompts/<lang>/labels.toml
+    filled: dict[str, FilledReason] = Field(default_factory=dict)
 
 
 def normalise(text: str) -> str:
@@ -113,11 +120,11 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     if fields.get("task") == "lora" and fields.get("weight_dtype") == "int4" and "quant_method" not in fields:
         fields["task"], fields["weight_dtype"] = "qlora", "nf4"  # LoRA on a 4-bit base is QLoRA
 
-    filled: dict[str, str] = {}
-    if model and model.note:
-        filled["model"] = f"{model.note}: taken as {model.value}"
-    if card and card.note:
-        filled["gpu"] = card.note
+    filled: dict[str, FilledReason] = {}
+    if model and model.reason:
+        filled["model"] = model.reason
+    if card and card.reason:
+        filled["gpu"] = card.reason
     if (
         fields.get("task") == "full_finetune"
         and fields.get("weight_dtype") == "int4"
@@ -126,25 +133,24 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     ):
         # "fine-tune in 4bit" (unsloth, Colab notebooks): a 4-bit base is frozen and adapters train (QLoRA)
         fields["task"], fields["weight_dtype"] = "qlora", "nf4"
-        filled["task"] = (
-            "fine-tuning on a 4-bit base without a method named: 4-bit weights stay frozen, QLoRA"
-        )
+        filled["task"] = FilledReason(code="task_4bit_finetune")
     if "task" not in fields and _PROMPT_TUNING.search(low):
         fields["task"] = "lora"
-        filled["task"] = (
-            "P-Tuning / prefix tuning trains a small set of parameters on a frozen base: estimated as LoRA "
-            "(frozen 16-bit base, small trainable adapter)"
-        )
+        filled["task"] = FilledReason(code="task_prompt_tuning")
     if _OLLAMA.search(low) and "weight_dtype" not in fields:
         fields["weight_dtype"] = "int4"
-        filled["weight_dtype"] = "ollama's default model tags are 4-bit GGUF quantisations (Q4_0 / Q4_K_M)"
+        filled["weight_dtype"] = FilledReason(
+            code="ollama_4bit"
+        )  # ollama library: default tags are 4-bit GGUF
     if (
         fields.get("task") in RL_TASKS
         and "lora_rank" not in fields
         and (LORA_MENTION.search(low) or QLORA_MENTION.search(low))
     ):
         fields["lora_rank"] = RL_LORA_DEFAULT_RANK
-        filled["lora_rank"] = "LoRA named for an RL method without a rank: PEFT LoraConfig default r=8"
+        filled["lora_rank"] = FilledReason(
+            code="rl_lora_rank", values={"method": str(fields["task"]).upper(), "rank": RL_LORA_DEFAULT_RANK}
+        )
 
     topic = match_topic(low)
     has_subject = "model" in fields
