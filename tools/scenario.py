@@ -17,7 +17,14 @@ Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlor
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
 PrecisionRecipe = Literal["fp32", "amp", "mixed", "megatron", "bf16"]
 Optimizer = Literal[
-    "adamw", "adamw_8bit", "paged_adamw_8bit", "paged_adamw", "sgd", "sgd_momentum", "adafactor", "lion",
+    "adamw",
+    "adamw_8bit",
+    "paged_adamw_8bit",
+    "paged_adamw",
+    "sgd",
+    "sgd_momentum",
+    "adafactor",
+    "lion",
     "adamw_torch",
 ]
 AttentionImpl = Literal["flash", "eager"]
