@@ -117,6 +117,85 @@ def test_chinese_question_answers_in_chinese(client: TestClient) -> None:
     )
 
 
+def test_chat_stream_carries_panel_texts_in_the_answers_language(client: TestClient) -> None:
+    """`display` follows `estimate`: the Chinese answer's labels, reasons and changes for the page's
+    panels (the Estimate itself keeps its English reasons); `done` carries the same object."""
+    events = chat(client, {"message": "用一张 RTX 4090 能对 Llama-2-7B 做 LoRA 微调吗？"})
+    names = [e.event for e in events]
+    assert names.index("display") == names.index("estimate") + 1
+    est = by_name(events, "estimate")[0].data
+    expected = estimate(Scenario.model_validate(by_name(events, "scenario")[0].data))
+    assert est["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes and not expected.fits
+    display = by_name(events, "display")[0].data
+    assert by_name(events, "done")[0].data["display"] == display
+    assert display["language"] == "zh"
+    assert display["verdict"].startswith("**结论：放不下。** 每卡需要 **") and "差 " in display["verdict"]
+
+    assert [(c["name"], c["model_role"]) for c in display["components"]] == [
+        (c.name, c.model_role) for c in expected.components
+    ]
+    labels = {c["name"]: c["label"] for c in display["components"]}
+    assert labels["weights"] == "权重" and labels["optimizer_states"] == "优化器状态"
+    assert labels["activations"] == "激活值" and labels["cuda_context"] == "CUDA 上下文"
+
+    assert [a["field"] for a in display["assumptions"]] == [a.field for a in expected.assumptions]
+    shown = {a["field"]: a for a in display["assumptions"]}
+    assert shown["batch_size"] == {
+        "field": "batch_size",
+        "label": "micro-batch（每卡每次前向的序列数）",
+        "value": "1",
+        "reason": "你没有说明 micro-batch，按这个值计算（显存随它线性增长）",
+    }
+    assert (
+        shown["optimizer"]["value"] == "AdamW"
+        and shown["optimizer"]["reason"] == "你没有说明优化器，按最常用的 AdamW 计算"
+    )
+    english = {a.reason for a in expected.assumptions}
+    assert not english & {a["reason"] for a in display["assumptions"]}
+    assert {a["reason"] for a in est["assumptions"]} == english  # the contract field is unchanged
+
+    assert len(display["suggestions"]) == len(expected.suggestions)
+    assert display["suggestions"][0] == {"change": "开启梯度检查点", "tradeoffs": "；每步约慢 33%（重计算）"}
+    for d, sug in zip(display["suggestions"], expected.suggestions, strict=True):
+        assert d["change"] != sug.change
+
+
+def test_english_display_keeps_the_estimators_texts(client: TestClient) -> None:
+    events = chat(client, {"message": "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?"})
+    display = by_name(events, "display")[0].data
+    expected = estimate(Scenario.model_validate(by_name(events, "scenario")[0].data))
+    assert display["language"] == "en" and display["verdict"].startswith("**Verdict: does not fit.**")
+    assert [c["label"] for c in display["components"]][:2] == [
+        "frozen base (bf16) + adapters",
+        "AdamW m and v",
+    ]
+    shown = {a["field"]: a for a in display["assumptions"]}
+    assert shown["batch_size"]["reason"] == "micro-batch of one sequence per GPU"
+    assert shown["seq_len"]["reason"] == next(a.reason for a in expected.assumptions if a.field == "seq_len")
+    assert display["suggestions"][0]["change"] == "gradient checkpointing"
+
+
+def test_display_endpoint_restores_a_turns_panels(client: TestClient) -> None:
+    scenario = {"model": "llama-2-7b", "task": "inference", "gpu": "4090"}
+    r = client.post("/v1/display", json={"scenario": scenario, "language": "zh"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    expected = estimate(Scenario.model_validate(scenario))
+    assert body["estimate"] == json.loads(expected.model_dump_json())
+    display = body["display"]
+    assert display["language"] == "zh" and display["verdict"].startswith("**结论：放得下。**")
+    assert {a["field"]: a["reason"] for a in display["assumptions"]}[
+        "seq_len"
+    ] == "你没有说明序列长度，按这个值计算"
+    assert display["serving"][0].startswith("**推理服务容量**")
+    assert f"{expected.serving.max_kv_tokens:,}" in display["serving"][2]
+
+    r = client.post("/v1/display", json={"scenario": {**scenario, "gpu": "rtx-9090"}, "language": "zh"})
+    assert r.status_code == 422 and "rtx-9090" in r.text
+    r = client.post("/v1/display", json={"scenario": scenario, "language": "fr"})
+    assert r.status_code == 422
+
+
 # ---- the stream always ends with done or error, whatever the agent does -------------------------------
 class ScriptedAgent:
     """Protocol double for the runner's guarantees (the real agent never misbehaves on cue)."""
@@ -282,6 +361,7 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
         ("/v1/chat", "post"),
         ("/v1/chat/completions", "post"),
         ("/v1/estimate", "post"),
+        ("/v1/display", "post"),
         ("/v1/models", "get"),
         ("/v1/catalog/models", "get"),
         ("/v1/gpus", "get"),
@@ -332,6 +412,8 @@ def test_llm_mode_streams_the_llm_answer_with_the_tools_estimate(db_path: Path) 
     assert done["agent"] == "llm"
     assert done["answer"] == text
     assert by_name(events, "estimate")[0].data["per_gpu"]["total_bytes"] == expected.per_gpu.total_bytes
+    assert by_name(events, "display")[0].data["language"] == "en" == done["display"]["language"]
+    assert [c["name"] for c in done["display"]["components"]] == [c.name for c in expected.components]
     assert fake.requests[0]["model"] == settings.llm_model
     assert "estimate_memory" in json.dumps(fake.requests[0]["tools"])
 

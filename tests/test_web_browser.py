@@ -29,6 +29,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 OUTPUT = Path(__file__).resolve().parent.parent / "test-output"
+DOCS_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
 
 pytestmark = [
     pytest.mark.browser,
@@ -124,6 +125,96 @@ def test_question_streams_an_answer_that_matches_the_tool(page, base_url: str) -
     page.evaluate("document.querySelector('.turn').scrollIntoView({block: 'start'})")
     page.screenshot(path=str(OUTPUT / "web_chat.png"))
     assert (OUTPUT / "web_chat.png").stat().st_size > 10_000
+    if os.environ.get("VRAMWISE_DOCS_SCREENSHOT"):  # re-take the README's picture on request
+        page.set_viewport_size({"width": 1360, "height": 1020})
+        page.evaluate("document.querySelector('.turn').scrollIntoView({block: 'start'})")
+        page.screenshot(path=str(DOCS_SCREENSHOT))
+    assert page.errors == []
+
+
+def panel_texts(turn) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    return {
+        "legend": turn.locator(".legend li").all_text_contents(),
+        "suggestions": turn.locator(".suggestions li").all_text_contents(),
+        "assumptions": turn.locator(".assumptions li").all_text_contents(),
+    }
+
+
+def assert_chinese_panels(turn, expected, texts: dict[str, list[str]]) -> None:  # type: ignore[no-untyped-def]
+    """The panels say what the Chinese answer says (prompts/zh/labels.toml), with the tool's numbers."""
+    legend = " | ".join(texts["legend"])
+    for label, component in (
+        ("权重", "weights"),
+        ("优化器状态", "optimizer_states"),
+        ("激活值", "activations"),
+    ):
+        c = next(c for c in expected.components if c.name == component)
+        assert f"{label}{c.bytes / GIB:.2f} GiB" in legend, legend
+    assert "frozen base" not in legend and "activations (" not in legend and "AdamW m and v" not in legend
+
+    assumptions = " | ".join(texts["assumptions"])
+    assert len(texts["assumptions"]) == len(expected.assumptions)
+    assert (
+        "micro-batch（每卡每次前向的序列数） = 1 你没有说明 micro-batch，按这个值计算（显存随它线性增长）"
+        in assumptions
+    )
+    assert "序列长度 = 2048 你没有说明序列长度，按这个值计算" in assumptions
+    assert "优化器 = AdamW 你没有说明优化器，按最常用的 AdamW 计算" in assumptions
+    for a in expected.assumptions:  # none of the estimator's English reasons
+        assert a.reason not in assumptions, a.reason
+    assert "micro-batch of one sequence per GPU" not in assumptions
+
+    suggestions = texts["suggestions"]
+    assert len(suggestions) == len(expected.suggestions) >= 2
+    for shown, s in zip(suggestions, expected.suggestions, strict=True):
+        assert f"每卡 {s.total_bytes / GIB:.2f} GiB，{s.num_gpus} 张卡" in shown, shown
+        assert s.change not in shown, shown
+    assert any(s.startswith("✓ 开启梯度检查点 — ") and "每步约慢 33%（重计算）" in s for s in suggestions), (
+        suggestions
+    )
+
+
+def test_chinese_ui_panels_speak_chinese(page, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    """UI in 中文, a Chinese question: the chart legend, suggestions and assumptions use the Chinese
+    answer's texts (the `display` event), not the Estimate's English reasons; a restored
+    conversation (reload) shows them in Chinese too."""
+    OUTPUT.mkdir(exist_ok=True)
+    page.goto(base_url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    page.click("#lang-zh")
+    ask(page, "用一张 RTX 4090 能对 Llama-2-7B 做 LoRA 微调吗？", 1)
+
+    turn = page.locator(".turn").last
+    scenario = Scenario.model_validate(json.loads(turn.locator(".scenario-json").text_content()))
+    assert scenario.model == "llama-2-7b" and scenario.task == "lora" and scenario.gpu == "4090"
+    expected = estimate(scenario)
+    assert not expected.fits  # a case with suggestions
+    verdict = turn.locator(".verdict")
+    assert int(verdict.get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
+    assert verdict.locator(".badge").text_content() == "放不下"
+    assert verdict.locator(".badge").get_attribute("title").startswith("结论：放不下。")
+    assert f"{expected.per_gpu.total_bytes / GIB:.2f} GiB / " in verdict.text_content()
+    assert turn.locator(".who .agent").text_content() == "由离线智能体回答"
+    rects = turn.locator("svg.chart rect.component")
+    assert [int(rects.nth(i).get_attribute("data-bytes")) for i in range(rects.count())] == [
+        c.bytes for c in expected.components if c.bytes > 0
+    ]
+    streamed = panel_texts(turn)
+    assert_chinese_panels(turn, expected, streamed)
+
+    # the README-sized picture of the whole turn: a viewport tall enough for chart, text and panels
+    height = page.evaluate("document.getElementById('transcript').scrollHeight") + 200
+    page.set_viewport_size({"width": 1280, "height": min(height, 4000)})
+    page.evaluate("document.querySelector('.turn').scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(OUTPUT / "web_chat_zh.png"))
+    assert (OUTPUT / "web_chat_zh.png").stat().st_size > 10_000
+
+    # restored after a reload: the same Chinese panels (POST /v1/display in the turn's language)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.reload()
+    page.wait_for_selector(".turn:nth-of-type(1) .assumptions li")
+    restored = page.locator(".turn").last
+    assert panel_texts(restored) == streamed
     assert page.errors == []
 
 
@@ -151,7 +242,7 @@ def test_chinese_ui_follow_up_and_reload(page, base_url: str) -> None:  # type: 
     assert page.locator("#send").text_content() == "提问"
     restored = page.locator(".turn").last
     assert int(restored.locator(".verdict").get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
-    page.screenshot(path=str(OUTPUT / "web_chat_zh.png"))
+    page.screenshot(path=str(OUTPUT / "web_chat_zh_restored.png"))
 
     page.click("#new-conversation")
     assert page.locator(".turn").count() == 0 and page.locator("#history li").count() == 0

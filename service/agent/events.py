@@ -25,6 +25,39 @@ class Answer(BaseModel):
     conversation_id: str | None = None
 
 
+class DisplayComponent(BaseModel):
+    name: str
+    model_role: str | None = None
+    label: str  # the component's name in the display language
+    formula: str = ""  # the substituted formula, its words in the display language
+
+
+class DisplaySuggestion(BaseModel):
+    change: str  # the planner's change in the display language (render.change_text)
+    tradeoffs: str = ""  # what it costs, e.g. '; steps ~33% slower (recompute)'
+
+
+class DisplayAssumption(BaseModel):
+    field: str
+    label: str  # the field's name in the display language
+    value: str  # the value as the answer shows it
+    reason: str
+
+
+class Display(BaseModel):
+    """An Estimate's panel texts in one language: the same texts the templated answer uses
+    (service.agent.render.display_panels). Optional and additive: the Estimate stays as it is;
+    lists run index by index with the Estimate's components, suggestions and assumptions."""
+
+    language: Language
+    verdict: str  # the answer's verdict sentence (Markdown **bold** allowed)
+    components: list[DisplayComponent] = Field(default_factory=list)
+    suggestions: list[DisplaySuggestion] = Field(default_factory=list)
+    assumptions: list[DisplayAssumption] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    serving: list[str] = Field(default_factory=list)  # serving-capacity lines (inference only)
+
+
 class ScenarioEvent(BaseModel):
     type: Literal["scenario"] = "scenario"
     scenario: Scenario

@@ -16,6 +16,7 @@ from functools import lru_cache
 from string import Template
 from typing import Any
 
+from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.prompt_files import load_toml
 from tools.errors import ScenarioError
 from tools.result import Assumption, Component, Estimate, Suggestion
@@ -701,3 +702,96 @@ def render_model_list(models: list[Any], language: str) -> str:
         params = getattr(m, "params", None)
         lines.append(_fill(lang, "help", "model_item", id=m.id, params=fmt_count(params) if params else "?"))
     return "\n".join(lines) + "\n"
+
+
+# --- panel texts for the web page (additive; the answer text above stays as it is) ---------------------
+
+
+def display_panels(estimate: Estimate, language: str) -> Display:
+    """The Estimate's panel texts in `language`, from the same templates and labels as the answer
+    text: component labels, suggestion changes, assumption lines, verdict, notes, serving capacity.
+    The web page shows these under the answer; the Estimate itself is not changed."""
+    lang = _lang(language)
+    s = estimate.scenario
+    fields = _labels(lang, "field")
+    return Display(
+        language=lang,  # type: ignore[arg-type]
+        verdict=_display_verdict(estimate, lang),
+        components=[
+            DisplayComponent(
+                name=c.name,
+                model_role=c.model_role,
+                label=component_label(c, lang),
+                formula=localise_terms(c.substituted or c.formula or "", lang),
+            )
+            for c in estimate.components
+        ],
+        suggestions=[
+            DisplaySuggestion(change=change_text(sug, lang, s), tradeoffs=suggestion_tradeoffs(sug, s, lang))
+            for sug in estimate.suggestions
+        ],
+        assumptions=[
+            DisplayAssumption(
+                field=a.field,
+                label=str(fields.get(a.field) or a.field),
+                value=fmt_value(a.value, lang),
+                reason=_assumption_reason(a, lang),
+            )
+            for a in estimate.assumptions
+        ],
+        notes=[n for n in (localise_note(n, lang) for n in estimate.notes) if n],
+        serving=_display_serving(estimate, lang),
+    )
+
+
+def _display_verdict(estimate: Estimate, lang: str) -> str:
+    """The answer's verdict sentence (templates [text] verdict_fits / verdict_no_fit)."""
+    return _fill(
+        lang,
+        "text",
+        "verdict_fits" if estimate.fits else "verdict_no_fit",
+        total=fmt_gib(estimate.per_gpu.total_bytes),
+        tensor_peak=fmt_gib(estimate.per_gpu.tensor_peak_bytes),
+        phase=_phase(estimate.per_gpu.peak_phase, lang),
+        gpu=estimate.gpu.name,
+        gpu_memory=fmt_gib(estimate.gpu.memory_bytes),
+        headroom=fmt_gib(estimate.headroom_bytes),
+        short=fmt_gib(-estimate.headroom_bytes),
+        margin=_margin(estimate.safety_margin),
+    )
+
+
+def _display_serving(estimate: Estimate, lang: str) -> list[str]:
+    """The answer's serving-capacity lines without their list markers (templates [text] serving_*)."""
+    sv = estimate.serving
+    if sv is None:
+        return []
+    seq_len = estimate.scenario.seq_len
+    lines = [
+        _fill(lang, "text", "serving_title", utilization=f"{sv.gpu_memory_utilization:.2f}"),
+        _fill(
+            lang,
+            "text",
+            "serving_reserved",
+            reserved=fmt_gib(sv.reserved_bytes),
+            kv=fmt_gib(sv.kv_cache_bytes),
+        ),
+        _fill(
+            lang,
+            "text",
+            "serving_tokens",
+            kv_per_token=_fmt_small(sv.kv_bytes_per_token),
+            max_tokens=f"{sv.max_kv_tokens:,}",
+        ),
+        _fill(
+            lang,
+            "text",
+            "serving_sequences",
+            seq_len=f"{seq_len:,}" if seq_len else "?",
+            max_seqs=f"{sv.max_concurrent_sequences:,}",
+            max_context=f"{sv.max_context_at_batch_1:,}",
+        ),
+    ]
+    if sv.max_model_len and sv.max_context_at_batch_1 > sv.max_model_len:
+        lines.append(_fill(lang, "text", "serving_model_len", max_model_len=f"{sv.max_model_len:,}"))
+    return [re.sub(r"^\s*-\s+", "", line) for line in lines if line]

@@ -18,7 +18,7 @@
     conversationId: localStorage.getItem(STORE_CID),
     busy: false,
     controller: null,
-    turns: [], // {question, text, scenario, estimate, notices, error, agent, done, view}
+    turns: [], // {question, text, scenario, estimate, display, notices, error, agent, done, view}
   };
 
   const $ = (id) => document.getElementById(id);
@@ -51,6 +51,17 @@
     return node;
   }
   function prettyName(name) { return name.replaceAll("_", " "); }
+  function plain(text) { return text.replaceAll("**", ""); }
+  /** The display entry (panel texts in the answer's language) for item i of an estimate list, when
+      the server sent one that runs alongside it; null means "use the raw Estimate field". */
+  function shown(display, key, items, i) {
+    const list = display && display[key];
+    return list && list.length === items.length ? list[i] : null;
+  }
+  function agentName(agent) {
+    const names = t("agent_names");
+    return (names && typeof names === "object" && names[agent]) || agent;
+  }
 
   // ---- a small, safe Markdown subset for the answer text (paragraphs, lists, **bold**, `code`) --------
   function appendInline(parent, text) {
@@ -183,7 +194,7 @@
     if (!question || state.busy) return;
     $("welcome").hidden = true;
     $("question").value = "";
-    const turn = { question, text: "", scenario: null, estimate: null, notices: [], error: null, agent: null, done: false };
+    const turn = { question, text: "", scenario: null, estimate: null, display: null, notices: [], error: null, agent: null, done: false };
     state.turns.push(turn);
     renderTurn(turn);
     renderHistory();
@@ -232,6 +243,10 @@
         break;
       case "estimate":
         turn.estimate = payload;
+        turn.display = null; // its panel texts follow in a `display` event
+        break;
+      case "display":
+        turn.display = payload;
         break;
       case "token":
         turn.text += payload.text;
@@ -245,6 +260,7 @@
         turn.agent = payload.agent || turn.agent;
         if (payload.scenario) turn.scenario = turn.scenario || payload.scenario;
         if (payload.estimate) turn.estimate = payload.estimate;
+        if (payload.display) turn.display = payload.display;
         return true;
       case "error":
         turn.error = payload;
@@ -288,9 +304,9 @@
     const card = el("div", { class: "card answer-card" });
     card.append(el("div", { class: "who" },
       el("span", { text: t("assistant") }),
-      turn.agent ? el("span", { class: "agent", text: t("answered_by", { agent: turn.agent }) }) : null));
+      turn.agent ? el("span", { class: "agent", "data-agent": turn.agent, text: t("answered_by", { agent: agentName(turn.agent) }) }) : null));
     for (const n of turn.notices) card.append(el("div", { class: "notice", text: `${t("notice")}: ${n}` }));
-    if (turn.estimate) card.append(renderEstimate(turn.estimate));
+    if (turn.estimate) card.append(renderEstimate(turn.estimate, turn.display));
     const text = el("div", { class: "answer-text" + (turn.done ? "" : " streaming") });
     if (turn.text) setAnswerText(text, turn.text);
     else text.textContent = turn.done ? "" : t("thinking");
@@ -298,11 +314,12 @@
     card.append(text);
     if (turn.error) card.append(renderError(turn.error));
     if (turn.estimate && turn.estimate.suggestions && turn.estimate.suggestions.length) {
-      card.append(renderSuggestions(turn.estimate));
+      card.append(renderSuggestions(turn.estimate, turn.display));
     }
     if (turn.estimate && turn.estimate.assumptions && turn.estimate.assumptions.length) {
-      card.append(renderAssumptions(turn.estimate.assumptions));
+      card.append(renderAssumptions(turn.estimate.assumptions, turn.display));
     }
+
     if (turn.scenario) card.append(renderScenario(turn.scenario));
     root.append(card);
     if (turn.done) root.dataset.done = "true";
@@ -327,7 +344,7 @@
     return el("div", { class: "error-box", role: "alert", text: `${t("error")}: ${msg}` });
   }
 
-  function renderEstimate(est) {
+  function renderEstimate(est, display) {
     const box = el("div", { class: "estimate" });
     const total = est.per_gpu.total_bytes;
     const capacity = est.gpu.memory_bytes;
@@ -337,7 +354,8 @@
       "data-total-bytes": String(total),
       "data-capacity-bytes": String(capacity),
     });
-    verdict.append(el("span", { class: `badge ${est.fits ? "fits" : "no-fit"}`, text: est.fits ? t("fits") : t("does_not_fit") }));
+    verdict.append(el("span", { class: `badge ${est.fits ? "fits" : "no-fit"}`, text: est.fits ? t("fits") : t("does_not_fit"),
+                                title: display && display.verdict ? plain(display.verdict) : null }));
     verdict.append(el("span", { class: "totals", text: t("total_of", { total: gib(total), capacity: gib(capacity), gpu: est.gpu.name }) }));
     verdict.append(el("span", { class: "sub", text: t("per_gpu") }));
     const headroom = est.headroom_bytes;
@@ -345,12 +363,12 @@
     if (est.min_gpus && !est.fits) verdict.append(el("span", { class: "sub", text: t("min_gpus", { n: est.min_gpus, gpu: est.gpu.name }) }));
     box.append(verdict);
     box.append(el("div", { class: "section-title", text: t("components") }));
-    box.append(drawChart(est));
+    box.append(drawChart(est, display));
     return box;
   }
 
   /** Stacked horizontal bar of the components, with the card's capacity (and usable) line. */
-  function drawChart(est) {
+  function drawChart(est, display) {
     const W = 860, X0 = 10, X1 = W - 10, BAR_Y = 34, BAR_H = 36;
     const total = est.per_gpu.total_bytes;
     const capacity = est.gpu.memory_bytes;
@@ -362,23 +380,25 @@
     const legend = el("ul", { class: "legend" });
     let offset = 0;
     let colorIndex = 0;
-    for (const c of est.components) {
-      if (c.bytes <= 0) continue;
+    est.components.forEach((c, i) => {
+      if (c.bytes <= 0) return;
       const color = c.kind === "overhead" ? OVERHEAD_COLOR : PALETTE[colorIndex++ % PALETTE.length];
-      const label = c.label || prettyName(c.name) + (c.model_role ? ` (${c.model_role})` : "");
+      const d = shown(display, "components", est.components, i);
+      const label = d && d.name === c.name ? d.label : c.label || prettyName(c.name) + (c.model_role ? ` (${c.model_role})` : "");
+      const formula = d && d.name === c.name && d.formula ? d.formula : c.substituted;
       const rect = svg("rect", {
         x: x(offset), y: BAR_Y, width: Math.max(1, x(offset + c.bytes) - x(offset)), height: BAR_H,
         fill: color, class: "component", "data-name": c.name, "data-bytes": c.bytes,
         stroke: "#ffffff", "stroke-width": 1,
       });
-      rect.append(svg("title", {}, `${label}: ${gib(c.bytes)}\n${c.substituted}\n${c.source}`));
+      rect.append(svg("title", {}, `${label}: ${gib(c.bytes)}\n${formula}\n${c.source}`));
       chart.append(rect);
       offset += c.bytes;
       legend.append(el("li", {},
         el("span", { class: "swatch", style: `background:${color}` }),
         el("span", { text: label }),
         el("span", { class: "value", text: gib(c.bytes) })));
-    }
+    });
     // capacity and usable lines
     const capX = x(capacity);
     chart.append(svg("line", { x1: capX, x2: capX, y1: BAR_Y - 12, y2: BAR_Y + BAR_H + 8, stroke: "#c2352b", "stroke-width": 2, class: "capacity-line" }));
@@ -392,7 +412,7 @@
     for (let v = 0; v * GIB <= scaleMax; v += step) {
       const tx = x(v * GIB);
       chart.append(svg("line", { x1: tx, x2: tx, y1: BAR_Y + BAR_H + 12, y2: BAR_Y + BAR_H + 16, stroke: "#b8bfcc" }));
-      chart.append(svg("text", { x: tx, y: BAR_Y + BAR_H + 28, "text-anchor": v === 0 ? "start" : "middle" }, `${v} GiB`));
+      chart.append(svg("text", { x: tx, y: BAR_Y + BAR_H + 28, "text-anchor": v === 0 ? "start" : tx > X1 - 24 ? "end" : "middle" }, `${v} GiB`));
     }
     legend.append(el("li", { class: "line-key" },
       el("span", { class: "swatch line", style: "border-left: 2px solid #c2352b" }),
@@ -416,28 +436,33 @@
     return 10 * pow;
   }
 
-  function renderSuggestions(est) {
+  function renderSuggestions(est, display) {
     const box = el("div", { class: "suggestions" });
     box.append(el("div", { class: "section-title", text: t("suggestions") }));
     const list = el("ul", { class: "list" });
-    for (const s of est.suggestions) {
+    est.suggestions.forEach((s, i) => {
+      const d = shown(display, "suggestions", est.suggestions, i);
       list.append(el("li", {},
         el("span", { class: s.fits ? "fits-yes" : "fits-no", text: s.fits ? "✓ " : "✗ " }),
-        el("span", { text: `${s.change} — ${t("suggestion_total", { value: gib(s.total_bytes) })}, ${t("on_gpus", { n: s.num_gpus })}` })));
-    }
+        el("span", { class: "change", text: d ? d.change : s.change }),
+        el("span", { text: ` — ${t("suggestion_total", { value: gib(s.total_bytes) })}${t("list_sep")}${t("on_gpus", { n: s.num_gpus })}` }),
+        d && d.tradeoffs ? el("span", { class: "tradeoffs", text: d.tradeoffs }) : null));
+    });
     box.append(list);
     return box;
   }
 
-  function renderAssumptions(assumptions) {
+  function renderAssumptions(assumptions, display) {
     const box = el("div", { class: "assumptions" });
     box.append(el("div", { class: "section-title", text: t("assumptions") }));
     const list = el("ul", { class: "list" });
-    for (const a of assumptions) {
-      list.append(el("li", {},
-        el("span", { class: "field", text: `${a.field} = ${JSON.stringify(a.value)}` }), " ",
-        el("span", { text: a.reason })));
-    }
+    assumptions.forEach((a, i) => {
+      const d = shown(display, "assumptions", assumptions, i);
+      const field = d && d.field === a.field ? d : null;
+      list.append(el("li", { "data-field": a.field },
+        el("span", { class: "field", title: a.field, text: field ? `${field.label} = ${field.value}` : `${a.field} = ${JSON.stringify(a.value)}` }), " ",
+        el("span", { class: "reason", text: field ? field.reason : a.reason })));
+    });
     box.append(list);
     return box;
   }
@@ -504,13 +529,14 @@
     $("welcome").hidden = conv.turns.length > 0;
     for (const stored of conv.turns) {
       const turn = { question: stored.question, text: stored.answer, scenario: stored.scenario, estimate: null,
-                     notices: [], error: null, agent: stored.agent, done: true };
+                     display: null, notices: [], error: null, agent: stored.agent, done: true };
       state.turns.push(turn);
       renderTurn(turn);
-      if (stored.scenario) {
-        fetch("/v1/estimate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(stored.scenario) })
+      if (stored.scenario) { // the estimate again, with its panel texts in the turn's language
+        const body = { scenario: stored.scenario, language: stored.language === "zh" ? "zh" : "en" };
+        fetch("/v1/display", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })
           .then((r) => (r.ok ? r.json() : null))
-          .then((est) => { if (est) { turn.estimate = est; renderTurn(turn); } })
+          .then((got) => { if (got) { turn.estimate = got.estimate; turn.display = got.display; renderTurn(turn); } })
           .catch(() => {});
       }
     }
