@@ -19,28 +19,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools import calibration as cal
+from tools.accuracy import accuracy_note
 from tools.activations import inference_transient
-from tools.errors import ScenarioError
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
+from tools.no_effect import no_effect_notes
 from tools.overhead import overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
+from tools.rl import rl_footprint
 from tools.scenario import Scenario
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     """The job's footprint on its most loaded GPU (RL tasks composed by tools.rl)."""
     if rs.task in RL_TASKS:
-        try:
-            from tools.rl import rl_footprint
-        except ImportError as exc:  # pragma: no cover - tools/rl.py is built separately
-            raise ScenarioError(
-                "task",
-                f"{rs.task} estimation is not available in this build",
-                accepted="inference, full_finetune, pretrain, freeze, lora, qlora",
-            ) from exc
         return rl_footprint(rs)
     return model_footprint(rs)
 
@@ -112,15 +106,12 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         accuracy_note=_accuracy_note(),
     )
     if plan:
-        try:
-            from tools.planner import plan as run_planner
-        except ImportError:  # pragma: no cover - the planner module is owned and built separately
-            est.notes.append("planner unavailable: no suggestions computed")
-        else:
-            result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
-            est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
-            est.min_gpus = result.min_gpus
-            est.min_gpus_changes = result.min_gpus_changes
+        from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
+
+        result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
+        est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
+        est.min_gpus = result.min_gpus
+        est.min_gpus_changes = result.min_gpus_changes
     return est
 
 
@@ -161,19 +152,11 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
 
 
 def _no_effect(scenario: Scenario) -> list:
-    try:
-        from tools.no_effect import no_effect_notes
-    except ImportError:  # pragma: no cover - module owned by another engineer, may be absent
-        return []
     return no_effect_notes(scenario)
 
 
 def _accuracy_note() -> str | None:
     """The measured error bound of the accuracy benchmark (tools/accuracy.py), when one was written."""
-    try:
-        from tools.accuracy import accuracy_note
-    except ImportError:  # pragma: no cover - module owned by the accuracy issue
-        return None
     try:
         return accuracy_note()
     except (OSError, ValueError):  # no summary written yet

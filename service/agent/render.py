@@ -194,10 +194,8 @@ def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> st
     (4-bit weights)'. Factors and ranks are the planner's (tools.planner cost model)."""
     if base is None:
         return ""
-    try:
-        from tools.planner import fidelity_rank, step_time_factor
-    except ImportError:  # pragma: no cover - planner module built separately
-        return ""
+    from tools.planner import fidelity_rank, step_time_factor
+
     lang = _lang(language)
     table = _labels(lang, "tradeoff")
     changes = suggestion.scenario_changes
