@@ -131,7 +131,8 @@ BNB_OPTIM_BLOCK = 256
 # ---------------------------------------------------------------------------------------------
 # CUDA context + cuBLAS/cuDNN handles and workspaces loaded by the first kernel launch. vLLM's
 # profiler reports ~0.5-1 GiB non-torch memory on Hopper; llm-d capacity planner uses a fixed
-# per-GPU overhead. Value: placeholder until calibrated on a GPU (issue "accuracy").
+# per-GPU overhead. Value: inside that reported range, not yet measured here (no GPU has been lent;
+# benchmarks/gpu_measure.py records nvidia-smi minus max_memory_reserved when one is).
 CUDA_CONTEXT_BYTES = 600 * MiB
 # PyTorch caching allocator: reserved - allocated at peak (block rounding to 512 B / 2 MiB segments,
 # fragmentation). Expressed as a fraction of the tensor peak; measured ratios of
