@@ -246,3 +246,78 @@ def test_every_row_is_estimable_by_the_real_estimator() -> None:
             assert r["estimate_bytes"] > 0 and r["error_pct"] is not None
         else:
             assert r["estimate_exceeds_card"] is not None
+
+
+# ----------------------------------------------------------------------------- litgpt bitsandbytes rows (H17)
+def _row(case_id: str) -> PublishedRow:
+    return next(r for r in ROWS if r.case_id == case_id)
+
+
+def test_litgpt_nf4_inference_adjustment_hand_checked() -> None:
+    """Llama-2-7B nf4 (no double quant) in litgpt generate/base.py: LM head 4-bit, dequantised fp16 + bf16."""
+    pytest.importorskip("tools.estimator")
+    from benchmarks.accuracy.published import litgpt_bnb_adjustment
+    from tools.estimator import estimate
+
+    row = _row("litgpt-rt-infer-llama-2-7b-nf4")
+    scenario = to_scenario(row)
+    adj = litgpt_bnb_adjustment(row, scenario, estimate(scenario, plan=False))
+    assert adj is not None
+    vh = 32_000 * 4_096  # 131,072,000 LM head params
+    head_4bit = vh // 2 + (vh // 64) * 4  # 4-bit codes + fp32 absmax per block of 64: 73,728,000 B
+    transient = 2 * vh * 2  # fp16 dequantize_4bit output + its bf16 cast: 524,288,000 B
+    # replaces the estimator's transformers workspace: one bf16 copy of the MLP linear (11008 x 4096)
+    hf_workspace = 11_008 * 4_096 * 2
+    assert adj.bytes == head_4bit - vh * 2 + transient - hf_workspace == 245_694_464
+
+
+def test_litgpt_adjustment_brings_nf4_inference_rows_within_2pct() -> None:
+    """Every resource-table NF4 inference row (7 models, 1.3B-70B) lands within 2% once the litgpt facts apply."""
+    pytest.importorskip("tools.estimator")
+    from benchmarks.accuracy.published import published_rows
+
+    rows = [
+        r
+        for r in published_rows()
+        if r["task"] == "inference" and "nf4" in r["case_id"] and r["outcome"] == "measured"
+    ]
+    assert len(rows) == 13
+    for r in rows:
+        assert r["adjustment_bytes"] > 0, r["case_id"]
+        assert abs(r["error_pct"]) < 2.0, (r["case_id"], r["error_pct"])
+
+
+def test_bnb_4bit_inference_counts_the_dequantised_linear_only_for_multi_token_inputs() -> None:
+    """bitsandbytes matmul_4bit: gemv_4bit (no dequantised weight) for one token, MatMul4Bit otherwise."""
+    pytest.importorskip("tools.estimator")
+    from tools.estimator import estimate
+
+    base = {"model": "llama-2-7b", "task": "inference", "gpu": "a100-80gb", "weight_dtype": "nf4"}
+    est = estimate(Scenario.model_validate({**base, "batch_size": 1, "seq_len": 512}), plan=False)
+    ws = est.component("dequant_workspace")
+    assert ws is not None and ws.bytes == 11_008 * 4_096 * 2  # largest linear (MLP), bf16: 90,177,536 B
+    bf16 = estimate(Scenario.model_validate({**base, "weight_dtype": "bf16", "seq_len": 512}), plan=False)
+    assert bf16.component("dequant_workspace") is None
+
+
+def test_adjustment_only_touches_litgpt_bitsandbytes_rows() -> None:
+    pytest.importorskip("tools.estimator")
+    from benchmarks.accuracy.published import published_rows
+
+    for r in published_rows():
+        row = _row(r["case_id"])
+        litgpt_bnb = row.source_repo == "Lightning-AI/litgpt" and row.quant in ("nf4", "nf4-dq")
+        assert (r["adjustment"] is not None) == (litgpt_bnb and not r["error"]), r["case_id"]
+
+
+def test_litgpt_hub_qlora_rows_are_out_of_the_summary_with_the_reason() -> None:
+    from benchmarks.accuracy.published import LITGPT_HUB_QLORA_EXCLUSION, mapping_exclusion
+
+    hub_qlora = [r for r in ROWS if r.case_id.startswith("litgpt-hub-") and r.task == "qlora"]
+    assert len(hub_qlora) == 10
+    for row in hub_qlora:
+        assert mapping_exclusion(row) == LITGPT_HUB_QLORA_EXCLUSION
+    # the resource-table QLoRA rows (older stack, in line with their bf16 twins) stay in
+    for row in ROWS:
+        if row.case_id.startswith("litgpt-rt-") and row.task == "qlora":
+            assert mapping_exclusion(row) is None

@@ -71,7 +71,10 @@ class SaveMask:
     # bitsandbytes 4-/8-bit base linears keep their input for backward even though their weight is
     # frozen (bitsandbytes/autograd/_functions.py MatMul4Bit.forward: `if any(ctx.needs_input_grad[:2]):
     # ctx.tensors = (A, B)`; the input requires grad through the residual stream): QLoRA saves every
-    # linear's input, shared by the base layers reading the same tensor.
+    # linear's input, shared by the base layers reading the same tensor. That is bitsandbytes < 0.43.3,
+    # what the published QLoRA rows ran (litgpt: 0.41-0.42); 0.43.3 saves `ctx.tensors = (None, B)`
+    # (bitsandbytes-foundation/bitsandbytes autograd/_functions.py at 012c660), so for current versions
+    # this is a conservative overcount, kept on purpose (an underestimate is the worse error).
     base_saves_inputs: bool = False
     # PEFT lora_dropout > 0 (nn.Dropout on the LoRA path's input, peft/tuners/lora/layer.py
     # update_layer): each targeted linear saves its dropped copy (an own input copy) and the dropout's

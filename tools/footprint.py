@@ -794,6 +794,28 @@ def _generate(
         "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*",
         {"prefill": pre, "decode": dec},
     )
+    if isinstance(fmt, Bnb4bitFormat):
+        # bitsandbytes autograd/_functions.py matmul_4bit: a single-token input without grad takes the
+        # gemv_4bit kernel (no dequantised weight); any other input (a prompt, several sequences per step)
+        # runs MatMul4Bit.forward, which dequantises the running linear to 16 bits first
+        # (`F.dequantize_4bit(B, quant_state).to(A.dtype)`); transformers keeps the LM head 16-bit
+        largest_lin = (
+            max((lin.in_features * lin.out_features for lin in decoder_linears(model.params)), default=0)
+            // lay.tp
+        )
+        ws = largest_lin * fmt.compute_bytes
+        ws_phases = {
+            phase: (ws, "max(in x out) / t x 2 B", f"{largest_lin:,} x {fmt.compute_bytes} B = {ws:,} B")
+            for phase, tokens in (("prefill", batch * prompt_len), ("decode", seqs))
+            if tokens > 1
+        }
+        if ws_phases:
+            b.add(
+                "dequant_workspace",
+                "16-bit dequantised weight of the running linear",
+                "bitsandbytes matmul_4bit / MatMul4Bit.forward (gemv_4bit only for one token)",
+                ws_phases,
+            )
     if stage.last:
         vocab_local = -(-arch.vocab_size // lay.tp)
         lg_pre = inference_logits(sequences=batch, vocab_local=vocab_local)
