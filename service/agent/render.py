@@ -380,36 +380,9 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     no_effect = _no_effect_lines(estimate, lang)
     if no_effect:
         lines += ["", _tpl(lang, "text", "no_effect_title"), *no_effect]
-    if estimate.serving is not None:
-        sv = estimate.serving
-        lines += [
-            "",
-            _fill(lang, "text", "serving_title", utilization=f"{sv.gpu_memory_utilization:.2f}"),
-            _fill(
-                lang,
-                "text",
-                "serving_reserved",
-                reserved=fmt_gib(sv.reserved_bytes),
-                kv=fmt_gib(sv.kv_cache_bytes),
-            ),
-            _fill(
-                lang,
-                "text",
-                "serving_tokens",
-                kv_per_token=_fmt_small(sv.kv_bytes_per_token),
-                max_tokens=f"{sv.max_kv_tokens:,}",
-            ),
-            _fill(
-                lang,
-                "text",
-                "serving_sequences",
-                seq_len=f"{s.seq_len:,}" if s.seq_len else "?",
-                max_seqs=f"{sv.max_concurrent_sequences:,}",
-                max_context=f"{sv.max_context_at_batch_1:,}",
-            ),
-        ]
-        if sv.max_model_len and sv.max_context_at_batch_1 > sv.max_model_len:
-            lines.append(_fill(lang, "text", "serving_model_len", max_model_len=f"{sv.max_model_len:,}"))
+    serving = _serving_lines(estimate, lang)
+    if serving:
+        lines += ["", *serving]
     if estimate.assumptions:
         lines += ["", _tpl(lang, "text", "assumptions_title")]
         fields = _labels(lang, "field")
@@ -760,7 +733,12 @@ def _display_verdict(estimate: Estimate, lang: str) -> str:
 
 
 def _display_serving(estimate: Estimate, lang: str) -> list[str]:
-    """The answer's serving-capacity lines without their list markers (templates [text] serving_*)."""
+    """The answer's serving-capacity lines without their list markers."""
+    return [re.sub(r"^\s*-\s+", "", line) for line in _serving_lines(estimate, lang) if line]
+
+
+def _serving_lines(estimate: Estimate, lang: str) -> list[str]:
+    """vLLM-style serving capacity as the answer shows it (templates [text] serving_*)."""
     sv = estimate.serving
     if sv is None:
         return []
@@ -792,4 +770,4 @@ def _display_serving(estimate: Estimate, lang: str) -> list[str]:
     ]
     if sv.max_model_len and sv.max_context_at_batch_1 > sv.max_model_len:
         lines.append(_fill(lang, "text", "serving_model_len", max_model_len=f"{sv.max_model_len:,}"))
-    return [re.sub(r"^\s*-\s+", "", line) for line in lines if line]
+    return lines
