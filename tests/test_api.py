@@ -444,11 +444,15 @@ def test_a_dead_worker_is_replaced_and_the_question_answered(db_path: Path) -> N
 
 
 # ---- the store: grouped reads and writes keep every turn, in order -----------------------------------------
-async def test_store_groups_concurrent_reads_and_writes(tmp_path: Path) -> None:
+# a file database is read directly on the loop (stdlib sqlite3), an in-memory one through the async engine:
+# both must give the same states
+@pytest.mark.parametrize("where", ["file", "memory"])
+async def test_store_groups_concurrent_reads_and_writes(tmp_path: Path, where: str) -> None:
     from service.agent.events import Answer
     from service.store import MAX_STATE_TURNS, ConversationStore
 
-    store = ConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}")
+    url = f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}" if where == "file" else "sqlite+aiosqlite://"
+    store = ConversationStore(url)
     await store.open()
     try:
         on_4090 = Scenario(model="llama-2-7b", task="inference", gpu="4090")
@@ -483,6 +487,76 @@ async def test_store_groups_concurrent_reads_and_writes(tmp_path: Path) -> None:
         assert [t.content for t in long.turns[::2]] == [f"q{k}" for k in range(5, MAX_STATE_TURNS + 5)]
         stored = await store.get("long")
         assert stored is not None and len(stored.turns) == MAX_STATE_TURNS + 5
+    finally:
+        await store.close()
+
+
+async def test_store_direct_read_failing_falls_back_to_the_async_engine(tmp_path: Path) -> None:
+    """A direct SQLite read that raises (here: its connection is gone) is served by the async engine."""
+    from service.agent.events import Answer
+    from service.store import ConversationStore
+
+    store = ConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}")
+    await store.open()
+    try:
+        on_4090 = Scenario(model="llama-2-7b", task="inference", gpu="4090")
+        await store.append_turn(
+            "c1", "q0", Answer(question="q0", language="zh", scenario=on_4090, answer="a0")
+        )
+        direct = await store.load_state("c1")
+        assert store._direct is not None  # a file database is read directly
+        store._direct.close()  # every direct read now raises sqlite3.ProgrammingError
+        fallback, unknown = await asyncio.gather(store.load_state("c1"), store.load_state("nope"))
+        assert direct is not None and fallback == direct
+        assert fallback.scenario == on_4090 and fallback.language == "zh"
+        assert [t.content for t in fallback.turns] == ["q0", "a0"]
+        assert unknown is None
+    finally:
+        await store.close()
+
+
+async def test_store_groups_a_burst_of_follow_up_reads_arriving_over_several_ms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Follow-ups arriving one per 2 ms (a burst still being parsed) wait for one grouped read, released
+    together, instead of the first ones starting their streams while the rest are still arriving.
+    The quiet window is widened to 50 ms here so that a loaded CI machine stalling the loop for a few ms
+    cannot split the burst; a second read would then come >= 50 ms after the first."""
+    from service import store as store_module
+    from service.agent.events import Answer
+    from service.store import ConversationStore
+
+    monkeypatch.setattr(store_module, "READ_QUIET_S", 0.05)
+    monkeypatch.setattr(store_module, "READ_GATHER_S", 2.0)
+    READ_GATHER_S = store_module.READ_GATHER_S
+
+    store = ConversationStore(f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}")
+    await store.open()
+    try:
+        on_4090 = Scenario(model="llama-2-7b", task="inference", gpu="4090")
+        await asyncio.gather(
+            *(
+                store.append_turn(
+                    f"c{i}", "q", Answer(question="q", language="en", scenario=on_4090, answer="a")
+                )
+                for i in range(20)
+            )
+        )
+        loop = asyncio.get_running_loop()
+        done_at: dict[str, float] = {}
+
+        async def follow_up(i: int) -> None:
+            await asyncio.sleep(i * 0.002)  # arrivals spread over 38 ms: released as read, spread >= 38 ms
+            state = await store.load_state(f"c{i}")
+            assert state is not None and state.scenario == on_4090
+            done_at[f"c{i}"] = loop.time()
+
+        start = loop.time()
+        await asyncio.gather(*(follow_up(i) for i in range(20)))
+        assert len(done_at) == 20
+        # one read: all answered within a few ms of each other, and no later than the gathering bound
+        assert max(done_at.values()) - min(done_at.values()) < 0.02
+        assert max(done_at.values()) - start < READ_GATHER_S + 0.2
     finally:
         await store.close()
 
