@@ -53,7 +53,6 @@ import subprocess
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -247,36 +246,19 @@ def _model_dtype(plan: Any) -> str:
 
 
 def _apply_lora(model: Any, plan: Any) -> Any:
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    # as tools/trace/steps.py: PEFT resolves "all-linear" itself (every Linear except the output layer)
-    all_linear = any(t.strip().lower() in ("all-linear", "all_linear", "all") for t in plan.lora_targets)
-    targets: str | list[str] = "all-linear" if all_linear else list(plan.lora_targets)
-    rank = int(plan.lora_rank or 8)
-    config = LoraConfig(
-        r=rank,
-        lora_alpha=2 * rank,
-        target_modules=targets,
-        lora_dropout=0.0,
-        use_dora=plan.dora,
-        task_type="CAUSAL_LM",
-    )
-    return get_peft_model(model, config)
+    from tools.trace.steps import lora_config  # the tracer's own LoRA/DoRA configuration
+
+    return get_peft_model(model, lora_config(plan.lora_rank, plan.lora_targets, plan.dora))
 
 
 def _train(model: Any, plan: Any, device: str) -> None:
     import torch
 
-    model.train()
-    if plan.gradient_checkpointing:  # the tracer's settings (tools/trace/steps.py _train)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # renamed activation_checkpointing_enable in v5
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
-            )
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    # transformers Trainer default optim adamw_torch_fused (tools/trace/steps.py does the same)
-    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+    from tools.trace.steps import training_setup  # the tracer's checkpointing and fused AdamW
+
+    optimizer = training_setup(model, plan.gradient_checkpointing)
     ids = torch.randint(0, model.config.vocab_size, (plan.batch_size, plan.seq_len), device=device)
     for _ in range(TRAIN_STEPS):
         ctx = torch.autocast(device, dtype=torch.bfloat16) if plan.recipe == "amp" else nullcontext()

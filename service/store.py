@@ -247,6 +247,17 @@ class _DirectSqliteReader:
         self._conn.close()
 
 
+def _conversation_row(cid: str, latest: _PendingTurn, scenario_json: str | None) -> dict[str, Any]:
+    """A conversations row as the newest pending turn of that conversation leaves it."""
+    return {
+        "id": cid,
+        "language": latest.language,
+        "scenario_json": scenario_json,
+        "created_at": latest.at,
+        "updated_at": latest.at,
+    }
+
+
 class ConversationStore:
     """Persists conversations; the app opens it in its lifespan and closes it on shutdown."""
 
@@ -613,16 +624,7 @@ class ConversationStore:
                 )
                 await conn.execute(
                     upsert,
-                    [
-                        {
-                            "id": cid,
-                            "language": latest[cid].language,
-                            "scenario_json": scenario_of.get(cid),
-                            "created_at": latest[cid].at,
-                            "updated_at": latest[cid].at,
-                        }
-                        for cid in ids
-                    ],
+                    [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids],
                 )
             # the rows above stay locked until commit, so a concurrent commit for the same conversation
             # takes its turn ids after ours: per conversation, id order is commit order
@@ -650,17 +652,7 @@ class ConversationStore:
         known = set(
             (await conn.execute(select(_CONVERSATIONS.c.id).where(_CONVERSATIONS.c.id.in_(ids)))).scalars()
         )
-        new = [
-            {
-                "id": cid,
-                "language": latest[cid].language,
-                "scenario_json": scenario_of.get(cid),
-                "created_at": latest[cid].at,
-                "updated_at": latest[cid].at,
-            }
-            for cid in ids
-            if cid not in known
-        ]
+        new = [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids if cid not in known]
         if new:
             await conn.execute(insert(_CONVERSATIONS), new)
         by_id = _CONVERSATIONS.c.id == bindparam("cid")

@@ -166,20 +166,10 @@ def _move_adapter_by_reassign(layer: Any, adapter_name: str, device: Any = None)
 def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
     from unittest import mock
 
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
     from peft.tuners.tuners_utils import BaseTunerLayer
 
-    # PEFT resolves "all-linear" itself: every Linear/Conv1D except the output layer
-    all_linear = any(t.strip().lower() in ("all-linear", "all_linear", "all") for t in req.lora_targets)
-    targets: str | list[str] = "all-linear" if all_linear else list(req.lora_targets)
-    config = LoraConfig(
-        r=int(req.lora_rank or 8),
-        lora_alpha=2 * int(req.lora_rank or 8),
-        target_modules=targets,
-        lora_dropout=0.0,
-        use_dora=req.dora,
-        task_type="CAUSAL_LM",
-    )
+    config = lora_config(req.lora_rank, req.lora_targets, req.dora)
     original_to = torch.nn.Module.to
 
     def to_same_device_is_noop(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -207,9 +197,28 @@ def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
             ) from exc
 
 
-def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+def lora_config(lora_rank: int | None, lora_targets: Any, dora: bool) -> Any:
+    """The PEFT LoraConfig every traced (and GPU-measured) LoRA/DoRA job uses: alpha 2r, dropout 0."""
+    from peft import LoraConfig
+
+    # PEFT resolves "all-linear" itself: every Linear/Conv1D except the output layer
+    all_linear = any(t.strip().lower() in ("all-linear", "all_linear", "all") for t in lora_targets)
+    targets: str | list[str] = "all-linear" if all_linear else list(lora_targets)
+    rank = int(lora_rank or 8)
+    return LoraConfig(
+        r=rank,
+        lora_alpha=2 * rank,
+        target_modules=targets,
+        lora_dropout=0.0,
+        use_dora=dora,
+        task_type="CAUSAL_LM",
+    )
+
+
+def training_setup(model: torch.nn.Module, gradient_checkpointing: bool) -> torch.optim.Optimizer:
+    """train mode, optional checkpointing, and the optimizer of a traced training step."""
     model.train()
-    if req.gradient_checkpointing:
+    if gradient_checkpointing:
         # non-reentrant torch.utils.checkpoint (PyTorch's recommendation). preserve_rng_state stashes
         # the CPU/CUDA generator states in host memory (not GPU tensors), so it is off here.
         with warnings.catch_warnings():
@@ -218,7 +227,13 @@ def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) ->
                 gradient_checkpointing_kwargs={"use_reentrant": False, "preserve_rng_state": False}
             )
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+    # transformers Trainer's default optim with torch >= 2.8: adamw_torch_fused
+    return torch.optim.AdamW(trainable, lr=1e-5, fused=True)
+
+
+def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+    optimizer = training_setup(model, req.gradient_checkpointing)
+    trainable = [p for group in optimizer.param_groups for p in group["params"]]
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (req.batch_size, req.seq_len))
     autocast = req.recipe == "amp"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -66,15 +66,7 @@ def kb_entry(topic: str, language: str) -> KbEntry | None:
     if entry is None:
         return english
     if english is not None and not entry.example:
-        return KbEntry(
-            topic=entry.topic,
-            language=entry.language,
-            title=entry.title,
-            keywords=entry.keywords,
-            body=entry.body,
-            example=english.example,
-            compare=english.compare,
-        )
+        return replace(entry, example=english.example, compare=english.compare)
     return entry
 
 
