@@ -177,8 +177,27 @@ def _check_installed(venv: Path, cwd: Path) -> None:
         server.wait(timeout=20)
 
 
+def _source_copy(where: Path) -> Path:
+    """The files git knows (tracked, or new and not ignored), as a clean checkout has them: an in-tree
+    build would leave build/ behind, whose stale copies could hide a file missing from the package data."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    src = where / "src"
+    for name in files:
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    return src
+
+
 def test_wheel_ships_every_runtime_file_and_answers(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
+    source = _source_copy(tmp_path)
     _pip_wheel = subprocess.run(
         [
             sys.executable,
@@ -189,7 +208,7 @@ def test_wheel_ships_every_runtime_file_and_answers(tmp_path: Path) -> None:
             "--no-build-isolation",
             "-w",
             str(dist),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
