@@ -13,7 +13,10 @@ from urllib.parse import urlencode
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID
+from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, Call, FakeSlack
+from tools.estimator import estimate
+from tools.scenario import Scenario
+from tools.units import fmt_gib
 
 SIGNING_SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
@@ -152,3 +155,25 @@ def block_texts(blocks: list[dict[str, Any]]) -> str:
 
     walk(blocks)
     return "\n".join(out)
+
+
+def total_of(**scenario: Any) -> str:
+    """The per-GPU total as every channel shows it, from the estimator itself."""
+    return fmt_gib(estimate(Scenario(**scenario)).per_gpu.total_bytes)
+
+
+def final_message(fake: FakeSlack, channel: str, timeout: float = 30) -> Call:
+    """The answer's final Block Kit message in `channel` (the one with the component table)."""
+
+    def find(f: FakeSlack) -> Call | None:
+        for call in f.of("chat.update") + f.of("chat.postMessage"):
+            blocks = call.body.get("blocks") or []
+            if (
+                call.status == 200
+                and call.body.get("channel") == channel
+                and any(b.get("type") == "table" for b in blocks)
+            ):
+                return call
+        return None
+
+    return fake.wait_for(find, timeout)

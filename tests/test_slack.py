@@ -4,16 +4,17 @@ every call the app makes. Figures are checked against the estimator run directly
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from service.app import create_app
+from service.settings import Settings
 from tests.fakes.slack_api import BOT_USER_ID, Call, FakeSlack, rate_limited, refused
 from tests.service_support import live_server, offline_settings
 from tests.slack_support import (
@@ -25,22 +26,19 @@ from tests.slack_support import (
     command_form,
     direct_message,
     event_body,
+    final_message,
     mention,
     next_ts,
     post_form,
     post_json,
     signed_headers,
+    total_of,
 )
 from tools.estimator import estimate
 from tools.scenario import Scenario
 from tools.units import fmt_gib
 
 pytestmark = pytest.mark.slow
-
-
-def total_of(**scenario: Any) -> str:
-    """The per-GPU total as every channel shows it, from the estimator itself."""
-    return fmt_gib(estimate(Scenario(**scenario)).per_gpu.total_bytes)
 
 
 @pytest.fixture(scope="module")
@@ -57,23 +55,6 @@ def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeSlack,
         )
         with live_server(create_app(settings)) as base, httpx.Client(timeout=30) as client:
             yield fake, base, client
-
-
-def final_message(fake: FakeSlack, channel: str, timeout: float = 30) -> Call:
-    """The answer's final Block Kit message in `channel` (the one with the component table)."""
-
-    def find(f: FakeSlack) -> Call | None:
-        for call in f.of("chat.update") + f.of("chat.postMessage"):
-            blocks = call.body.get("blocks") or []
-            if (
-                call.status == 200
-                and call.body.get("channel") == channel
-                and any(b.get("type") == "table" for b in blocks)
-            ):
-                return call
-        return None
-
-    return fake.wait_for(find, timeout)
 
 
 def calls_in(fake: FakeSlack, channel: str) -> list[Call]:
@@ -354,3 +335,53 @@ def test_slack_off_answers_404(tmp_path: Path) -> None:
         r = c.post("/slack/events", json={"type": "url_verification", "challenge": "x"})
         assert r.status_code == 404
         assert "VRAMWISE_SLACK_SIGNING_SECRET" in r.json()["error"]
+
+
+def test_assistant_thread_started_greets_and_suggests_prompts(
+    slack: tuple[FakeSlack, str, httpx.Client],
+) -> None:
+    fake, base, client = slack
+    fake.reset()
+    thread = next_ts()
+    event = {
+        "type": "assistant_thread_started",
+        "assistant_thread": {
+            "user_id": USER_ID,
+            "context": {"channel_id": "C0ROOM", "team_id": "T0VRAM", "enterprise_id": None},
+            "channel_id": "D0PANEL",
+            "thread_ts": thread,
+        },
+        "event_ts": thread,
+    }
+    assert post_json(client, base, event_body(event)).status_code == 200
+    prompts = fake.wait_for(lambda f: f.of("assistant.threads.setSuggestedPrompts"))[0].body
+    assert prompts["channel_id"] == "D0PANEL" and prompts["thread_ts"] == thread
+    assert "Can I fine-tune Llama-3-8B on one 4090?" in [p["message"] for p in prompts["prompts"]]
+    greeting = fake.wait_for(
+        lambda f: [c for c in f.of("chat.postMessage") if c.body.get("channel") == "D0PANEL"]
+    )
+    assert greeting[0].body["thread_ts"] == thread and "GPU memory" in greeting[0].body["text"]
+
+
+def test_bad_input_gets_the_agents_clear_error(slack: tuple[FakeSlack, str, httpx.Client]) -> None:
+    """The same message as every channel (the agent's ErrorEvent), never a traceback."""
+    from service.agent.base import ConversationState
+    from service.agent.events import ErrorEvent
+    from service.agent.factory import build_agent
+
+    fake, base, client = slack
+    question = "LoRA on one 4090 with 5 GPUs"
+
+    async def agent_error() -> str:
+        agent = build_agent(Settings(agent="offline", openai_api_key=None, openai_base_url=None))
+        async for ev in agent.stream(question, ConversationState()):
+            if isinstance(ev, ErrorEvent):
+                return ev.message
+        raise AssertionError("the agent answered")
+
+    expected = asyncio.run(agent_error())
+    url = fake.response_url("cmd-error")
+    assert post_form(client, base, command_form(question, url)).status_code == 200
+    posted = fake.wait_for(lambda f: [c for c in f.of("response_url") if c.path.endswith("cmd-error")])
+    assert posted[0].body["blocks"][0]["text"] == f":warning: {expected}"
+    assert "Traceback" not in json.dumps(posted[0].body)
