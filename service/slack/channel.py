@@ -20,6 +20,7 @@ TurnRunner as the web chat (no second agent, no parsing, estimating or rendering
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from starlette.responses import Response
 from service.agent.events import Answer, DoneEvent, ErrorEvent, NoticeEvent, TokenEvent
 from service.agent.offline.language import detect_language
 from service.api.errors import ApiError
-from service.api.turns import TurnRunner
+from service.api.turns import TurnRunner, new_conversation_id
 from service.settings import Settings
 from service.slack.blocks import (
     SHOW_FORMULAS,
@@ -72,6 +73,12 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
 
 
+def api_base_url(configured: str | None) -> str:
+    """The Web API base URL as slack_sdk joins it with method names (a trailing slash)."""
+    url = configured or DEFAULT_API_URL
+    return url if url.endswith("/") else url + "/"
+
+
 def _strip_mention(text: str, bot_user_id: str | None) -> str:
     if bot_user_id:
         text = text.replace(f"<@{bot_user_id}>", " ")
@@ -85,7 +92,7 @@ class SlackChannel:
         self.runner = runner
         self.store = SlackStore(settings.database_url)
         self.subcommands = Subcommands()
-        self.subcommands.register("help", self._help)
+        self.subcommands.register("help", self._help, alone=True)
         self.subcommands.register("quiz", self._quiz)
         self.app: AsyncApp | None = None
         self._handler: AsyncSlackRequestHandler | None = None
@@ -125,7 +132,7 @@ class SlackChannel:
     def _build_app(self) -> AsyncApp:
         client = AsyncWebClient(
             token=self.settings.slack_bot_token,
-            base_url=self.settings.slack_api_url or DEFAULT_API_URL,
+            base_url=api_base_url(self.settings.slack_api_url),
             retry_handlers=self._retry_handlers(),
         )
         app = AsyncApp(
@@ -156,6 +163,21 @@ class SlackChannel:
         finally:
             if task is not None:
                 self._tasks.discard(task)
+
+    # ---- the store (an unreachable database never keeps an answer from going out) -------------------
+    async def _claim(self, key: str, question: str) -> bool:
+        try:
+            return await self.store.claim_event(key, question)
+        except Exception:
+            log.exception("could not record Slack event %s; answering it without the retry check", key)
+            return True
+
+    async def _conversation(self, key: str) -> str:
+        try:
+            return await self.store.conversation_for(key)
+        except Exception:
+            log.exception("could not look up the conversation of %s; answering without its history", key)
+            return new_conversation_id()
 
     # ---- the agent ------------------------------------------------------------------------------------
     async def _ask(
@@ -212,10 +234,9 @@ class SlackChannel:
 
     async def _answer_command(self, body: dict[str, Any], question: str) -> None:
         team, channel, user = body.get("team_id"), body.get("channel_id"), body.get("user_id")
-        await self.store.claim_event(
-            f"command:{body.get('trigger_id')}", question
-        )  # the question, stored first
-        conversation_id = await self.store.conversation_for(f"command:{team}:{channel}:{user}")
+        # the question, stored first (Slack does not retry slash commands: nothing to deduplicate)
+        await self._claim(f"command:{body.get('trigger_id')}", question)
+        conversation_id = await self._conversation(f"command:{team}:{channel}:{user}")
         outcome = await self._ask(question, conversation_id)
         payload = await self._final_payload(outcome, conversation_id)
         await self._send_response(str(body["response_url"]), {"response_type": "in_channel", **payload})
@@ -272,8 +293,9 @@ class SlackChannel:
         thread = event.get("thread_ts")
         if thread is None:  # the DM's running conversation; its thread (where the answer goes) joins it
             conversation_key = f"{team}:{channel}:dm"
-            cid = await self.store.conversation_for(conversation_key)
-            await self.store.link(f"{team}:{channel}:{event['ts']}", cid)
+            cid = await self._conversation(conversation_key)
+            with contextlib.suppress(Exception):  # without the link a reply in the thread starts afresh
+                await self.store.link(f"{team}:{channel}:{event['ts']}", cid)
         else:
             conversation_key = f"{team}:{channel}:{thread}"
         await self._tracked(
@@ -316,18 +338,19 @@ class SlackChannel:
         team_id: str | None,
         user_id: str | None,
     ) -> None:
-        if not await self.store.claim_event(event_key, question):  # the question, stored before anything runs
+        if not await self._claim(event_key, question):  # the question, stored before anything runs
             log.info("Slack event %s was already received: not answered again", event_key)
             return
         language = detect_language(question)
-        if not question or self.subcommands.match(question) == ("help", ""):
-            await client.chat_postMessage(
-                channel=channel,
-                thread_ts=thread_ts,
-                **text_payload(str(slack_section(language, "help")["text"])),
+        matched = self.subcommands.match(question) if question else ("help", "")
+        if matched is not None:
+            name, rest = matched
+            message = await self.subcommands.handlers[name](
+                rest, language, {"channel_id": channel, "user_id": user_id}
             )
+            await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
             return
-        conversation_id = await self.store.conversation_for(conversation_key)
+        conversation_id = await self._conversation(conversation_key)
         reply = ThreadReply(
             client,
             channel=channel,

@@ -19,16 +19,23 @@ Subcommand = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 @dataclass
 class Subcommands:
     handlers: dict[str, Subcommand] = field(default_factory=dict)
+    alone: set[str] = field(
+        default_factory=set
+    )  # matched only as the whole text ("help", not "help me size...")
 
-    def register(self, name: str, handler: Subcommand) -> None:
+    def register(self, name: str, handler: Subcommand, *, alone: bool = False) -> None:
         """`name` is a key of slack.toml [commands] (its words in every language call `handler`)."""
         self.handlers[name] = handler
+        if alone:
+            self.alone.add(name)
 
     def match(self, text: str) -> tuple[str, str] | None:
         """(name, rest of the text) when `text` starts with a subcommand's word, else None."""
         first, _, rest = text.strip().partition(" ")
         said = {first.lower(), first.lower().strip("!?？！。.")} - {""}
         for name in self.handlers:
+            if name in self.alone and rest.strip():
+                continue
             for lang in LANGUAGES:
                 words = load_toml(lang, "slack.toml").get("commands", {}).get(name, [])
                 if said & {str(w).lower() for w in words}:
