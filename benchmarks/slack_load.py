@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
-from tests.slack_support import BOT_TOKEN, SIGNING_SECRET, command_form, signed_headers  # noqa: E402
+from tests.slack_support import BOT_TOKEN, SIGNING_SECRET, command_form, shows, signed_headers  # noqa: E402
 from tools.estimator import estimate  # noqa: E402
 from tools.scenario import Scenario  # noqa: E402
 from tools.units import fmt_gib  # noqa: E402
@@ -170,7 +170,7 @@ def summarise(acks: list[tuple[int, float]], fake: FakeSlack, started: float, wa
         question, scenario = QUESTIONS[int(key) % len(QUESTIONS)]
         expected = fmt_gib(estimate(Scenario(**scenario, num_gpus=1)).per_gpu.total_bytes)
         head = str((call.body.get("blocks") or [{}])[0].get("text", ""))
-        ok = f"**{expected}**" in head
+        ok = shows(head, expected)
         right += ok
         seen = figures.setdefault(question, {"estimator": expected, "answers": 0, "with_that_figure": 0})
         seen["answers"] = int(seen["answers"]) + 1  # type: ignore[call-overload]

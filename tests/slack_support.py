@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -155,6 +156,19 @@ def block_texts(blocks: list[dict[str, Any]]) -> str:
 
     walk(blocks)
     return "\n".join(out)
+
+
+def shows(text: str, figure: str) -> bool:
+    """`figure` ("16.26 GiB") is written in `text` as a figure of its own (not the tail of "116.26 GiB")."""
+    return re.search(rf"(?<![\d.,]){re.escape(figure)}", text) is not None
+
+
+def fits_word(text: str, fits: bool, language: str) -> bool:
+    """The verdict is said in `text`: English "fits" / "does not fit", Chinese 放得下 / 放不下."""
+    if language == "zh":
+        return ("放得下" if fits else "放不下") in text
+    lowered = text.lower()
+    return ("does not fit" in lowered) if not fits else ("fits" in lowered and "does not fit" not in lowered)
 
 
 def total_of(**scenario: Any) -> str:

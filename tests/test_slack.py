@@ -27,10 +27,12 @@ from tests.slack_support import (
     direct_message,
     event_body,
     final_message,
+    fits_word,
     mention,
     next_ts,
     post_form,
     post_json,
+    shows,
     signed_headers,
     total_of,
 )
@@ -94,8 +96,8 @@ def test_slash_command_acks_at_once_then_answers_in_channel(
     expected = total_of(model="llama-2-7b", task="qlora", gpu="4090", num_gpus=1)
     assert expected == "6.34 GiB"
     assert message["blocks"][0]["type"] == "markdown"
-    assert (
-        "Verdict: fits" in message["blocks"][0]["text"] and f"**{expected}**" in message["blocks"][0]["text"]
+    assert fits_word(message["blocks"][0]["text"], True, "en") and shows(
+        message["blocks"][0]["text"], expected
     )
     assert expected in message["text"]
     table = next(b for b in message["blocks"] if b["type"] == "table")
@@ -133,7 +135,7 @@ def test_mention_streams_a_threaded_answer_with_the_tools_figures(
     assert statuses and statuses[0].body["status"] == "estimating..." and statuses[0].at <= mine[0].at
     expected = total_of(model="llama-2-7b", task="inference", gpu="L4", num_gpus=1)
     assert expected == "16.26 GiB"
-    assert f"**{expected}**" in final.body["blocks"][0]["text"]
+    assert shows(final.body["blocks"][0]["text"], expected)
     assert "Serving capacity" in block_texts(final.body["blocks"])
     # appends are batched: far fewer calls than the agent's lines
     appends = [c for c in fake.of("chat.appendStream") if c.body.get("channel") == "C0MENTION"]
@@ -145,7 +147,7 @@ def test_mention_streams_a_threaded_answer_with_the_tools_figures(
     follow = final_message(fake, "C0MENTION")
     int4 = total_of(model="llama-2-7b", task="inference", gpu="L4", num_gpus=1, weight_dtype="int4")
     assert int4 == "6.89 GiB"
-    assert f"**{int4}**" in follow.body["blocks"][0]["text"]
+    assert shows(follow.body["blocks"][0]["text"], int4)
     assert all(c.body.get("thread_ts") in (None, ts) for c in calls_in(fake, "C0MENTION"))
 
 
@@ -169,14 +171,14 @@ def test_direct_messages_continue_the_conversation(slack: tuple[FakeSlack, str, 
     )
     second = final_message(fake, "D0DM1")
     expected = total_of(model="llama-2-7b", task="full_finetune", gpu="4090", num_gpus=1)
-    assert f"**{expected}**" in second.body["blocks"][0]["text"]
+    assert shows(second.body["blocks"][0]["text"], expected)
     # the next top-level DM message continues the DM's conversation too
     fake.reset()
     post_json(client, base, event_body(direct_message("and on 8 GPUs?", channel="D0DM1")))
     third = final_message(fake, "D0DM1")
     eight = total_of(model="llama-2-7b", task="full_finetune", gpu="4090", num_gpus=8)
     assert "8 x GeForce RTX 4090" in third.body["blocks"][0]["text"]
-    assert f"**{eight}**" in third.body["blocks"][0]["text"]
+    assert shows(third.body["blocks"][0]["text"], eight)
     # the bot's own messages are ignored
     fake.reset()
     own = direct_message("hello", channel="D0DM1")
@@ -195,7 +197,7 @@ def test_chinese_question_gets_a_chinese_answer(slack: tuple[FakeSlack, str, htt
     final = final_message(fake, "C0ZH")
     expected = total_of(model="llama-2-7b", task="full_finetune", gpu="4090", num_gpus=1)
     head = final.body["blocks"][0]["text"]
-    assert "结论：放不下" in head and f"**{expected}**" in head
+    assert fits_word(head, False, "zh") and shows(head, expected)
     texts = block_texts(final.body["blocks"])
     assert "组成部分" in texts and "显示公式" in texts and "Verdict" not in texts
 

@@ -26,6 +26,7 @@ from tests.slack_support import (
     mention,
     next_ts,
     post_json,
+    shows,
     total_of,
 )
 
@@ -75,8 +76,8 @@ def check_replicas(database_url: str) -> None:
         follow = final_message(fake, "C0REPL")
     bf16 = total_of(model="llama-2-7b", task="inference", gpu="L4", num_gpus=1)
     int4 = total_of(model="llama-2-7b", task="inference", gpu="L4", num_gpus=1, weight_dtype="int4")
-    assert f"**{bf16}**" in first.body["blocks"][0]["text"]
-    assert f"**{int4}**" in follow.body["blocks"][0]["text"]
+    assert shows(first.body["blocks"][0]["text"], bf16)
+    assert shows(follow.body["blocks"][0]["text"], int4)
 
 
 def test_two_replicas_on_one_sqlite_file(tmp_path: Path) -> None:
@@ -106,6 +107,6 @@ def test_llm_outage_gives_the_offline_answer_with_its_notice(tmp_path: Path) -> 
             post_json(client, base, event_body(mention("serve llama-2-7b on an L4", channel="C0LLM")))
             final = final_message(fake, "C0LLM", timeout=60)
     blocks = final.body["blocks"]
-    assert f"**{total_of(model='llama-2-7b', task='inference', gpu='L4', num_gpus=1)}**" in blocks[0]["text"]
+    assert shows(blocks[0]["text"], total_of(model="llama-2-7b", task="inference", gpu="L4", num_gpus=1))
     notice = blocks[1]
     assert notice["type"] == "context" and "offline" in notice["elements"][0]["text"].lower()

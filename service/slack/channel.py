@@ -62,6 +62,9 @@ DEFAULT_API_URL = "https://slack.com/api/"
 RATE_LIMIT_RETRIES = 3
 STREAM_BUFFER_CHARS = 256  # characters gathered before a chat.appendStream (slack_sdk's default)
 UPDATE_INTERVAL_S = 1.5  # the fallback's chat.update (Tier 3: ~50 a minute)
+# answers worked on at once: more only compete with the acks of a burst for the serving loop (the agent's
+# own work runs in its worker processes); the others wait their turn (benchmarks/slack_load.py)
+MAX_ANSWERS_AT_ONCE = 8
 SHUTDOWN_WAIT_S = 10.0  # answers under way get this long to finish when the service stops
 
 
@@ -97,6 +100,7 @@ class SlackChannel:
         self.app: AsyncApp | None = None
         self._handler: AsyncSlackRequestHandler | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._answering: asyncio.Semaphore | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, runner: TurnRunner) -> SlackChannel | None:
@@ -108,6 +112,7 @@ class SlackChannel:
     # ---- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
         await self.store.open()
+        self._answering = asyncio.Semaphore(MAX_ANSWERS_AT_ONCE)
         self.app = self._build_app()
         self._handler = AsyncSlackRequestHandler(self.app)
 
@@ -157,7 +162,9 @@ class SlackChannel:
         if task is not None:
             self._tasks.add(task)
         try:
-            await work
+            assert self._answering is not None
+            async with self._answering:
+                await work
         except Exception:
             log.exception("Slack %s failed", what)
         finally:
