@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -265,8 +266,11 @@ def test_a_429_is_waited_out(slack: tuple[FakeSlack, str, httpx.Client]) -> None
     assert "16.26 GiB" in final.body["blocks"][0]["text"]
 
 
-def test_stream_refused_falls_back_to_post_and_update(slack: tuple[FakeSlack, str, httpx.Client]) -> None:
+def test_stream_refused_falls_back_to_post_and_update(
+    slack: tuple[FakeSlack, str, httpx.Client], caplog: pytest.LogCaptureFixture
+) -> None:
     fake, base, client = slack
+    caplog.set_level(logging.WARNING, logger="service.slack")
     fake.reset()
     fake.script("chat.startStream", refused("not_allowed_token_type"))
     ts = next_ts()
@@ -276,6 +280,10 @@ def test_stream_refused_falls_back_to_post_and_update(slack: tuple[FakeSlack, st
     assert len(posts) == 1 and posts[0].body["thread_ts"] == ts  # the placeholder, in the thread
     assert final.method == "chat.update" and final.body["ts"]
     assert not [c for c in fake.of("chat.appendStream") if c.body.get("channel") == "C0FALLBACK"]
+    # the refusal is logged with Slack's request id
+    assert any(
+        "not_allowed_token_type" in r.message and "req-chat.startStream" in r.message for r in caplog.records
+    )
     assert "16.26 GiB" in final.body["blocks"][0]["text"]
 
 

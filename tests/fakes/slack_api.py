@@ -157,6 +157,7 @@ class FakeSlack:
                     else json.dumps(reply.body).encode()
                 )
                 self.send_response(reply.status)
+                self.send_header("X-Slack-Req-Id", f"req-{method}-{len(fake.calls)}")
                 self.send_header("Content-Type", "text/plain" if payload == b"ok" else "application/json")
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
