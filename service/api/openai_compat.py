@@ -35,6 +35,7 @@ router = APIRouter(tags=["openai-compatible"])
 MODEL_ID = "vramwise"
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: a fixed date for the model object
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+CHUNK_SECONDS = 0.05  # deltas arriving within this of a batch's first one go out with it (one write)
 
 
 # ---- wire models (OpenAI's chat completion format) --------------------------------------------------
@@ -211,7 +212,7 @@ async def _chunks(
     cid = turn.conversation_id
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
-    async for batch in ready_batches(runner.run(turn)):
+    async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
             if isinstance(ev, TokenEvent) and ev.text:

@@ -2,7 +2,9 @@
 
 On a busy 2-core box each `send()` costs a syscall and a trip through the ASGI server; an answer
 that arrives at once (the offline agent answers in milliseconds) would otherwise cost a dozen
-writes. Events that arrive slowly (an LLM's tokens) still go out one by one, as they come.
+writes. With `window_s`, a batch also waits up to that long after its first item for more (an
+LLM's tokens then go out in chunks of that duration, and an answer and its `done`, sent once the
+turn is stored, share one write); without it, items that arrive slowly go out one by one.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ T = TypeVar("T")
 _END = object()
 
 
-async def ready_batches(source: AsyncIterator[T]) -> AsyncIterator[list[T]]:
-    """Items of `source` in lists: everything that was ready when the consumer asked again."""
+async def ready_batches(source: AsyncIterator[T], window_s: float = 0.0) -> AsyncIterator[list[T]]:
+    """Items of `source` in lists: everything that was ready when the consumer asked again, and with
+    `window_s` > 0 everything that arrived up to `window_s` after the batch's first item (or until
+    the source ended or raised)."""
     queue: asyncio.Queue[object] = asyncio.Queue()
 
     async def pump() -> None:
@@ -36,6 +40,13 @@ async def ready_batches(source: AsyncIterator[T]) -> AsyncIterator[list[T]]:
             items = [await queue.get()]
             while not queue.empty():
                 items.append(queue.get_nowait())
+            if window_s > 0 and not _final(items[-1]):
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(window_s):
+                        while not _final(items[-1]):
+                            items.append(await queue.get())
+                while not queue.empty():
+                    items.append(queue.get_nowait())
             batch = [i for i in items if i is not _END and not isinstance(i, _Raised)]
             if batch:
                 yield batch  # type: ignore[misc]
@@ -49,6 +60,10 @@ async def ready_batches(source: AsyncIterator[T]) -> AsyncIterator[list[T]]:
             producer.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await producer
+
+
+def _final(item: object) -> bool:
+    return item is _END or isinstance(item, _Raised)
 
 
 class _Raised:
