@@ -96,3 +96,60 @@ async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
 
     batches = [b async for b in ready_batches(source(), window_s=0.1)]
     assert batches == [[1, 2], [3, 4]]
+
+
+async def test_event_stream_pings_an_idle_stream_and_ends_it() -> None:
+    from service.api.streaming import PING, EventStream
+
+    sent: list[dict[str, object]] = []
+    never = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        await never.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"event: meta\r\ndata: {}\r\n\r\n"
+        await asyncio.sleep(0.35)  # idle for 3.5 ping intervals
+        yield b"event: done\r\ndata: {}\r\n\r\n"
+
+    await EventStream(chunks(), ping_s=0.1, headers={"Cache-Control": "no-cache"})({}, receive, send)
+    assert sent[0]["type"] == "http.response.start"
+    headers = dict(sent[0]["headers"])  # type: ignore[arg-type]
+    assert headers[b"content-type"] == b"text/event-stream; charset=utf-8"
+    assert headers[b"cache-control"] == b"no-cache" and headers[b"x-accel-buffering"] == b"no"
+    bodies = [m["body"] for m in sent[1:]]
+    assert bodies[0].startswith(b"event: meta") and bodies[-2].startswith(b"event: done")  # type: ignore[union-attr]
+    assert 2 <= bodies.count(PING) <= 4  # every ~0.1 s of the 0.35 s without data
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+async def test_event_stream_stops_the_source_when_the_client_leaves() -> None:
+    from service.api.streaming import EventStream
+
+    sent: list[dict[str, object]] = []
+    closed = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        await asyncio.sleep(0.05)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield b"event: meta\r\ndata: {}\r\n\r\n"
+            await asyncio.sleep(30)  # an LLM that would go on
+            yield b"never sent"
+        finally:
+            closed.set()
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await EventStream(chunks(), ping_s=0)({}, receive, send)
+    assert loop.time() - start < 5 and closed.is_set()  # returned at once, the source closed
+    assert [m.get("body") for m in sent[1:]] == [b"event: meta\r\ndata: {}\r\n\r\n"]  # no final message

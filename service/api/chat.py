@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
-from sse_starlette import EventSourceResponse
 
 from service.agent.events import (
     Display,
@@ -26,7 +25,7 @@ from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
 from service.api.sse_wire import sse, turn_frames
-from service.api.streaming import ready_batches
+from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
 from tools.result import Estimate
@@ -51,7 +50,7 @@ async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -
 @router.post(
     "/v1/chat",
     summary="Ask a question; the answer streams as Server-Sent Events",
-    response_class=EventSourceResponse,
+    response_class=EventStream,
     responses={
         **sse_doc(
             "An event stream that always ends with `done` or `error`:",
@@ -75,9 +74,9 @@ async def chat(
     body: ChatRequest,
     runner: RunnerDep,
     agent: AgentDep,
-) -> EventSourceResponse:
+) -> EventStream:
     turn = await runner.prepare(body.message, conversation_id=body.conversation_id, language=body.language)
-    return EventSourceResponse(chat_events(runner, turn, agent.name), ping=PING_SECONDS, headers=SSE_HEADERS)
+    return EventStream(chat_events(runner, turn, agent.name), ping_s=PING_SECONDS, headers=SSE_HEADERS)
 
 
 class DisplayRequest(BaseModel):
