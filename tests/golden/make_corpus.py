@@ -18,6 +18,7 @@ suite nor hypothesis: tests/test_golden_corpus.py re-estimates every stored scen
 
     python -m tests.golden.make_corpus            # rewrite the corpus from the stored scenarios
     python -m tests.golden.make_corpus --harvest  # first re-harvest the test suite's scenarios
+    python -m tests.golden.make_corpus --harvest-add tests/test_x.py  # add a new test file's scenarios
     python -m tests.golden.make_corpus --redraw   # first re-draw the hypothesis scenarios
     python -m tests.golden.make_corpus --check    # compare (what the test does), print the first difference
 """
@@ -150,12 +151,21 @@ def draw_hypothesis_scenarios(n: int = HYPOTHESIS_EXAMPLES) -> list[dict[str, An
     return drawn
 
 
-def harvest_test_scenarios() -> list[dict[str, Any]]:
-    """Run the test suite with the recording plugin; the scenarios it estimated, in first-seen order."""
+def harvest_test_scenarios(paths: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run the test suite (or the test files `paths`) with the recording plugin; the scenarios it
+    estimated, in first-seen order."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "scenarios.jsonl"
         env = dict(os.environ, VRAMWISE_HARVEST_OUT=str(out))
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "tests.golden.harvest_plugin", "tests"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.golden.harvest_plugin",
+            *(paths or ["tests"]),
+        ]
         cmd += ["--ignore=tests/test_golden_corpus.py"]
         subprocess.run(cmd, cwd=ROOT, env=env, check=False)
         lines = out.read_text(encoding="utf-8").splitlines()
@@ -193,9 +203,15 @@ def corpus_lines(sources: dict[str, list[dict[str, Any]]]) -> Iterator[str]:
             yield entry_line(source, data)
 
 
-def all_sources(*, harvest: bool = False, redraw: bool = False) -> dict[str, list[dict[str, Any]]]:
+def all_sources(
+    *, harvest: bool = False, harvest_add: list[str] | None = None, redraw: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    tests = harvest_test_scenarios() if harvest else stored_scenarios("tests")
+    if harvest_add:  # new test files: their scenarios after the stored ones
+        known = {_line(s) for s in tests}
+        tests += [s for s in harvest_test_scenarios(harvest_add) if _line(s) not in known]
     return {
-        "tests": harvest_test_scenarios() if harvest else stored_scenarios("tests"),
+        "tests": tests,
         "accuracy": accuracy_scenarios(),
         "published": published_scenarios(),
         "planner_bench": planner_bench_scenarios(),
@@ -221,6 +237,9 @@ def gzip_bytes(lines: list[str]) -> bytes:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--harvest", action="store_true", help="re-harvest the test suite's scenarios first")
+    ap.add_argument(
+        "--harvest-add", nargs="+", metavar="TEST_FILE", help="add the scenarios of these test files"
+    )
     ap.add_argument("--redraw", action="store_true", help="re-draw the hypothesis scenarios first")
     ap.add_argument("--check", action="store_true", help="compare with the stored corpus, write nothing")
     args = ap.parse_args(argv)
@@ -237,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 break
         return 1
-    sources = all_sources(harvest=args.harvest, redraw=args.redraw or not CORPUS.exists())
+    sources = all_sources(
+        harvest=args.harvest, harvest_add=args.harvest_add, redraw=args.redraw or not CORPUS.exists()
+    )
     lines = list(corpus_lines(sources))
     CORPUS.write_bytes(gzip_bytes(lines))
     counts = ", ".join(f"{k} {len(v)}" for k, v in sources.items())
