@@ -91,7 +91,9 @@ def format_bytes(model: ModelRef, fmt: WeightFormat, loc: LocalParams, other_byt
             d, m = fmt.linear_bytes(group)
             data += d * scale
             meta += m * scale
-    return round(data) + loc.other * other_bytes, round(meta)
+    # GGUF/EXL2 store norms, output layer and embedding their own way (tools/gguf.py non_linear_bytes)
+    other = fmt.non_linear_bytes(loc) if hasattr(fmt, "non_linear_bytes") else loc.other * other_bytes
+    return round(data) + other, round(meta)
 
 
 def rates(fmt: WeightFormat) -> tuple[str, str]:

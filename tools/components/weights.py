@@ -15,6 +15,7 @@ from tools.components.local import format_bytes, rates
 from tools.components.offload import params_offloaded_note, running_layer_share
 from tools.components.phased import TRAIN_PHASES, PhasedComponent, cite, phased, same
 from tools.components.step import ModelStep, TrainStep
+from tools.lora import decoder_linears
 from tools.quant import WeightFormat
 
 QUANT_METADATA_LABEL = "quantisation scales/absmax"
@@ -104,7 +105,16 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
     if ms.lay.offload_params and not ms.rs.training:
         return _running_layer_weights(ms, phases, w, meta)
     data_rate, meta_rate = rates(fmt)
-    if fmt.quantised:
+    if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/gguf.py)
+        rate = fmt.effective_bpw(decoder_linears(ms.model.params))
+        w_formula = (
+            f"linear weights in {fmt.label}: {rate:.2f} bpw on this model + norms, output layer and "
+            "embedding as the engine stores them"
+        )
+        w_subst = (
+            f"{loc.linear_local:,} linear params x {rate:.2f}/8 B + {loc.other:,} other params = {w:,} B"
+        )
+    elif fmt.quantised:
         w_formula = (
             f"linear weights x {data_rate} ({fmt.name}) + other params (embeddings, LM head, norms) "
             f"x {fmt.compute_bytes} B"
@@ -113,9 +123,8 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
     else:
         w_formula = f"P_local x {data_rate}"
         w_subst = f"{loc.total:,} x {data_rate} = {w:,} B"
-    out = [
-        phased("weights", f"weights ({fmt.name})", fmt.source, same(phases, w, w_formula, w_subst), ms.role)
-    ]
+    w_label = f"weights ({fmt.label})" if hasattr(fmt, "non_linear_bytes") else f"weights ({fmt.name})"
+    out = [phased("weights", w_label, fmt.source, same(phases, w, w_formula, w_subst), ms.role)]
     if meta:
         at = same(
             phases,
