@@ -49,8 +49,8 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
     state = ConversationState(conversation_id="c-1")
     events = await _events(agent, question, state)
     language = "zh" if "显存" in question else "en"
-    displays: dict[tuple[int, str], dict[str, object]] = {}
-    wires = [sse_wire.encode(ev, language, displays) for ev in events]
+    memo: dict[object, str] = {}
+    wires = [sse_wire.encode(ev, language, memo) for ev in events]
     assert all(isinstance(part, str) for wire in wires for part in wire)  # plain strings cross the pipe
     decoded = [sse_wire.decode(w, ADAPTER) for w in wires]
     assert b"".join(sse_wire.turn_frames(ev, language) for ev in decoded) == _generic(events, language)

@@ -587,9 +587,7 @@ def _layout_text(changes: dict[str, Any]) -> str:
     return ", ".join(parts) or "data parallel"
 
 
-def _ladder(
-    search: _Search, start: tuple[Move, ...], levers: Iterable[Any]
-) -> tuple[Candidate, Fit] | None:
+def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Fit] | None:
     """Stack levers one by one on `start`; return the first rung that fits (later rungs only cost more)."""
     moves = list(start)
     cand = _compose(moves)

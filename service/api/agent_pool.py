@@ -83,8 +83,8 @@ def _answer(question: str, state_json: str, language: Language | None) -> list[s
     events = coalesce_tokens(_worker["loop"].run_until_complete(collect()))
     # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)
     display_language = language or detect_language(question, default=state.language or "en")
-    displays: dict[tuple[int, str], dict[str, Any]] = {}
-    return [sse_wire.encode(ev, display_language, displays) for ev in events]
+    memo: dict[Any, str] = {}
+    return [sse_wire.encode(ev, display_language, memo) for ev in events]
 
 
 def _ready() -> int:
