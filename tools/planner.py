@@ -454,6 +454,9 @@ class _Search:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
         if not changes:
             return _fit_of_estimate(self.base)
+        # a change to the value the stated scenario already has is no change (merged() gives the same
+        # scenario): candidates that differ only by such changes share one estimate
+        changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
         key = repr(sorted(changes.items(), key=lambda kv: kv[0]))
         if key in self.cache:
             return self.cache[key]
