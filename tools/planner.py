@@ -560,13 +560,6 @@ def _min_gpus(
     by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding."""
     n0 = search.resolved(extra).num_gpus or 1
     counts = sorted({1 << k for k in range(search.max_gpus.bit_length()) if 1 << k <= search.max_gpus} | {n0})
-    if counts[0] == n0 and (extra or search.base.fits):
-        # the job's own count is the smallest (one GPU): when it fits there the search ends at once (the
-        # binary search would narrow down to it); the check is one the planner has made already (the
-        # base estimate, a single lever or a ladder rung), so it costs nothing when it does not fit
-        got = _fit_at(search, extra, n0, stated_fields)
-        if got is not None:
-            return n0, got[0], got[1]
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
     while lo <= hi:
