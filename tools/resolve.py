@@ -57,16 +57,9 @@ from tools.resolution.model import ModelRef, look_up_model, resolve_model_ref
 from tools.resolution.numerics import training_rules, weight_storage
 from tools.resolution.serving import kv_dtype_bytes, memory_reservation
 from tools.resolution.sizes import sizes
-from tools.resolution.task import (
-    ADAPTER_TASKS,
-    PEFT_DEFAULT_TARGETS,
-    RL_TASKS,
-    TRAINING_TASKS,
-    choose_task,
-    trainable_set,
-)
+from tools.resolution.task import PEFT_DEFAULT_TARGETS, choose_task, trainable_set
 from tools.result import Assumption
-from tools.scenario import Scenario
+from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 if TYPE_CHECKING:
     from tools.catalog.gpus import GpuSpec

@@ -11,6 +11,7 @@ translating the planner's English text) and no-effect explanations (prompts/zh/n
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from string import Template
@@ -194,15 +195,16 @@ def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> st
     (4-bit weights)'. Factors and ranks are the planner's (tools.planner cost model)."""
     if base is None:
         return ""
-    from tools.planner import fidelity_rank, step_time_factor
+    from tools.planner import fidelity_rank, step_time_causes
 
     lang = _lang(language)
     table = _labels(lang, "tradeoff")
     changes = suggestion.scenario_changes
     out: list[str] = []
-    factor = step_time_factor(base, changes)
+    causes = step_time_causes(base, changes)
+    factor = math.prod(multiplier for _, multiplier in causes)
     if factor > 1.005:
-        why = [str(table[c]) for c in _slowdown_causes(base, changes) if c in table]
+        why = [str(table[c]) for c, multiplier in causes if multiplier > 1.0 and c in table]
         key, pct = ("slower_x", f"{factor:.1f}") if factor >= 2 else ("slower", f"{(factor - 1) * 100:.0f}")
         text = Template(str(table.get(key, ""))).safe_substitute(pct=pct)
         if why:
@@ -218,28 +220,6 @@ def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> st
     if not out:
         return ""
     return str(table.get("lead", "; ")) + str(table.get("joiner", ", ")).join(out)
-
-
-def _slowdown_causes(base: Any, changes: dict[str, Any]) -> list[str]:
-    """Which changed settings slow a step (names of prompts/<lang>/labels.toml [tradeoff] entries)."""
-    causes = []
-    if changes.get("recompute") == "full" or changes.get("gradient_checkpointing") is True:
-        causes.append("recompute")
-    if changes.get("zero_stage") == 3 and (getattr(base, "zero_stage", 0) or 0) < 3:
-        causes.append("zero3")
-    if changes.get("offload_optimizer") not in (None, "none"):
-        causes.append("offload_optimizer")
-    if changes.get("offload_params") not in (None, "none"):
-        causes.append("offload_params")
-    if (changes.get("tp") or 1) > (getattr(base, "tp", None) or 1):
-        causes.append("tp")
-    if (changes.get("pp") or 1) > (getattr(base, "pp", None) or 1):
-        causes.append("pp")
-    if (changes.get("batch_size") or 10**9) < (getattr(base, "batch_size", None) or 1):
-        causes.append("batch")
-    if changes.get("weight_dtype") == "nf4" and getattr(base, "task", None) != "inference":
-        causes.append("dequant")
-    return causes
 
 
 def gpus_text(n: int, language: str) -> str:
