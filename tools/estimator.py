@@ -65,6 +65,11 @@ def peak_for(rs: ResolvedScenario) -> Peak:
     return Peak(fp, phase_components, peak_phase, tensors, phases, overhead, tensor_peak, total)
 
 
+def usable_bytes(memory_bytes: int, safety_margin: float) -> int:
+    """What a job may use of a card: its memory less the safety margin (the verdict's budget)."""
+    return int(memory_bytes * (1.0 - safety_margin))
+
+
 @dataclass(frozen=True)
 class Fit:
     """What the planner compares for a candidate: `estimate(scenario, plan=False)`'s resolved scenario,
@@ -86,7 +91,7 @@ def fit_of(scenario: Scenario) -> Fit:
     return Fit(
         scenario=rs.scenario,
         total_bytes=total,
-        fits=total <= int(rs.gpu.memory_bytes * (1.0 - rs.safety_margin)),
+        fits=total <= usable_bytes(rs.gpu.memory_bytes, rs.safety_margin),
     )
 
 
@@ -106,7 +111,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     pk = peak_for(rs)
     total = pk.total_bytes
     card = rs.gpu.memory_bytes
-    budget = int(card * (1.0 - rs.safety_margin))
+    budget = usable_bytes(card, rs.safety_margin)
     fits = total <= budget
     notes = list(rs.notes) + [n for n in pk.fp.notes if n not in rs.notes]
 
@@ -128,6 +133,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         ),
         fits=fits,
         safety_margin=rs.safety_margin,
+        usable_bytes=budget,
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
         suggestions=[],

@@ -99,7 +99,9 @@ class Estimate(BaseModel):
     gpu: GpuInfo
     fits: bool
     safety_margin: float
-    headroom_bytes: int  # usable memory minus total_bytes (negative when it does not fit)
+    # the card less the safety margin: total_bytes must stay under it to fit (channels draw this line)
+    usable_bytes: int = Field(ge=0)
+    headroom_bytes: int  # usable_bytes minus total_bytes (negative when it does not fit)
     min_gpus: int | None
     # the layout of the min_gpus configuration: scenario fields the planner set to get there
     # ({"num_gpus": 2, "zero_stage": 3}); {} = the job as stated; None = unknown or no fit

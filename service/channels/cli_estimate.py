@@ -107,7 +107,7 @@ def render_table(est: Any) -> str:
         lines.append(f"{role + c.name:<30}{c.bytes / 2**30:>10.2f}  {c.formula}")
     lines.append(f"{'tensor peak':<30}{est.per_gpu.tensor_peak_bytes / 2**30:>10.2f}")
     lines.append(f"{'total (nvidia-smi)':<30}{est.per_gpu.total_bytes / 2**30:>10.2f}")
-    budget = est.gpu.memory_bytes * (1 - est.safety_margin)
+    budget = est.usable_bytes
     verdict = "FITS" if est.fits else "DOES NOT FIT"
     lines.append(
         f"{verdict}: {fmt_gib(est.per_gpu.total_bytes)} of {fmt_gib(est.gpu.memory_bytes)} "
