@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tools.notes import Note
 from tools.optimizers import OptimizerRule, TrainableSpec
 from tools.parallel import Layout
 from tools.precision import Recipe
@@ -105,7 +106,7 @@ class ResolvedScenario:
     gpu_memory_utilization: float
     safety_margin: float
     assumptions: list[Assumption] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     attention_kernel: str = "flash"  # flash (incl. memory-efficient) | math | eager: what the GPU runs
 
     @property

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.notes import Note
 from tools.scenario import Scenario
 
 ComponentName = (
@@ -109,7 +110,7 @@ class Estimate(BaseModel):
     suggestions: list[Suggestion] = Field(default_factory=list)
     assumptions: list[Assumption] = Field(default_factory=list)
     no_effect: list[NoEffect] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
     serving: ServingCapacity | None = None
     params_total: int
     params_trainable: int

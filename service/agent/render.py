@@ -20,6 +20,7 @@ from typing import Any
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.prompt_files import load_toml
 from tools.errors import ScenarioError
+from tools.notes import Note
 from tools.result import Assumption, Component, Estimate, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
@@ -377,7 +378,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
                     reason=_assumption_reason(a, lang),
                 )
             )
-    notes = [n for n in (localise_note(n, lang) for n in estimate.notes) if n]
+    notes = [note_text(n, lang) for n in estimate.notes]
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
@@ -436,22 +437,46 @@ def _component_lines(c: Component, language: str) -> list[str]:
     return out
 
 
-def localise_note(note: str, language: str) -> str:
-    """An estimator note in the answer's language: English as is; other languages through the
-    patterns of prompts/<lang>/labels.toml [notes] (regex -> template with \\1 groups), else left out
-    rather than shown in English."""
-    if _lang(language) == "en":
-        return note
-    for pattern, template in _note_patterns(_lang(language)):
-        m = pattern.match(note)
-        if m:
-            return m.expand(template)
-    return ""
+def note_text(note: Note, language: str) -> str:
+    """An estimator note in `language`: prompts/<lang>/notes.toml [notes].<code>, filled with the note's
+    values (integers with thousands separators; structured values in the [note_values] words)."""
+    lang = _lang(language)
+    table = _note_table(lang, "notes")
+    template = table.get(note.code) or _note_table("en", "notes").get(note.code, note.code)
+    words = _note_table(lang, "note_values")
+    values = {name: _note_value(name, value, words) for name, value in note.values.items()}
+    return Template(str(template)).safe_substitute(values)
 
 
-@lru_cache(maxsize=4)
-def _note_patterns(language: str) -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(str(k)), str(v)) for k, v in _labels(language, "notes").items())
+def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
+    if name == "models":  # [{role, trainable}]: "actor (trainable), reference (frozen)"
+        roles = {str(k): str(v) for k, v in dict(words.get("role", {})).items()}
+        return str(words.get("joiner", ", ")).join(
+            Template(str(words.get("model", "${role} (${trainable})"))).safe_substitute(
+                role=roles.get(m["role"], m["role"]),
+                trainable=words.get("trainable" if m["trainable"] else "frozen", ""),
+            )
+            for m in value
+        )
+    if isinstance(value, bool) and name in ("lora_reference", "reference_offload"):  # flags said in words
+        if name == "reference_offload":
+            return str(words.get("reference_offload" if value else "reference_resident", ""))
+        return str(words.get(name, "")) if value else ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    spelled = words.get(name)
+    if isinstance(spelled, dict) and str(value) in spelled:
+        return str(spelled[str(value)])
+    return str(value)
+
+
+@lru_cache(maxsize=8)
+def _note_tables(language: str) -> dict[str, Any]:
+    return load_toml(language, "notes.toml")
+
+
+def _note_table(language: str, section: str) -> dict[str, Any]:
+    return dict(_note_tables(language).get(section, {}))
 
 
 def localise_terms(text: str, language: str) -> str:
@@ -690,7 +715,7 @@ def display_panels(estimate: Estimate, language: str) -> Display:
             )
             for a in estimate.assumptions
         ],
-        notes=[n for n in (localise_note(n, lang) for n in estimate.notes) if n],
+        notes=[note_text(n, lang) for n in estimate.notes],
         serving=_display_serving(estimate, lang),
     )
 

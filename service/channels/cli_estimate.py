@@ -139,8 +139,10 @@ def render_table(est: Any) -> str:
         lines.append("assumptions:")
         lines += [f"  - {a.field} = {a.value}: {a.reason}" for a in est.assumptions]
     if est.notes:
+        from service.agent.render import note_text  # the note templates, only when there are notes
+
         lines.append("notes:")
-        lines += [f"  - {n}" for n in est.notes]
+        lines += [f"  - {note_text(n, 'en')}" for n in est.notes]
     if est.no_effect:
         lines.append("no effect on peak memory:")
         lines += [f"  - {n.field} = {n.value}: {n.explanation}" for n in est.no_effect]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tools.notes import Note
 from tools.parallel import Stage
 from tools.result import Component
 
@@ -57,7 +58,7 @@ class ModelFootprint:
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
     gpu_role: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     stage: Stage | None = None
 
     def bytes_at(self, phase: str) -> int:
@@ -104,7 +105,7 @@ def footprint(
     phases: tuple[str, ...],
     parts: list[PhasedComponent | None],
     gpu_role: str,
-    notes: list[str],
+    notes: list[Note],
     stage: Stage,
 ) -> ModelFootprint:
     """A ModelFootprint of the components that hold bytes, in the order given."""

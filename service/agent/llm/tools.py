@@ -170,7 +170,9 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
     if est.gpu.alias_note:
         view["gpu"]["alias_note"] = est.gpu.alias_note
     if est.notes:
-        view["notes"] = est.notes
+        from service.agent.render import note_text
+
+        view["notes"] = [note_text(n, "en") for n in est.notes]
     if est.accuracy_note:
         view["accuracy_note"] = est.accuracy_note
     if est.serving is not None:
