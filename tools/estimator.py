@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools import calibration as cal
-from tools.accuracy import accuracy_note
+from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.activations import inference_transient
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
@@ -144,7 +144,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         params_total=rs.model.params.total,
         params_trainable=rs.trainable.params if rs.trainable else 0,
         params_active_per_token=rs.model.params.active_per_token,
-        accuracy_note=_accuracy_note(),
+        accuracy=_accuracy(),
     )
     if plan:
         from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
@@ -196,9 +196,9 @@ def _no_effect(scenario: Scenario) -> list:
     return no_effect_notes(scenario)
 
 
-def _accuracy_note() -> str | None:
+def _accuracy() -> AccuracyBound | None:
     """The measured error bound of the accuracy benchmark (tools/accuracy.py), when one was written."""
     try:
-        return accuracy_note()
+        return accuracy_bound()
     except (OSError, ValueError):  # no summary written yet
         return None

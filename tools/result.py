@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.accuracy import AccuracyBound
 from tools.notes import Note
 from tools.scenario import Scenario
 
@@ -73,11 +74,13 @@ class Assumption(BaseModel):
 
 
 class NoEffect(BaseModel):
-    """A stated setting that does not change peak memory, and why."""
+    """A stated setting that does not change peak memory, and why: `code` names the explanation
+    (prompts/<lang>/no_effect.json), `values` fill it (the words are each channel's)."""
 
     field: str
     value: object
-    explanation: str
+    code: str
+    values: dict[str, object] = Field(default_factory=dict)
 
 
 class ServingCapacity(BaseModel):
@@ -115,7 +118,7 @@ class Estimate(BaseModel):
     params_total: int
     params_trainable: int
     params_active_per_token: int
-    accuracy_note: str | None = None  # "typically within N% of measured" (benchmarks/accuracy)
+    accuracy: AccuracyBound | None = None  # the measured error bound (benchmarks/accuracy), as data
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)

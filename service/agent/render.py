@@ -11,6 +11,7 @@ translating the planner's English text) and no-effect explanations (prompts/zh/n
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from functools import lru_cache
@@ -18,10 +19,11 @@ from string import Template
 from typing import Any
 
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
-from service.agent.prompt_files import load_toml
+from service.agent.prompt_files import load_toml, read_prompt
+from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
 from tools.notes import Note
-from tools.result import Assumption, Component, Estimate, Suggestion
+from tools.result import Assumption, Component, Estimate, NoEffect, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
@@ -245,15 +247,20 @@ def _assumption_reason(a: Assumption, language: str) -> str:
 
 
 def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
-    notes = estimate.no_effect
-    if language != "en" and notes:
-        try:
-            from tools.no_effect import no_effect_notes
+    return [
+        _fill(language, "text", "no_effect", explanation=no_effect_text(n, language))
+        for n in estimate.no_effect
+    ]
 
-            notes = no_effect_notes(estimate.scenario, language=language) or notes
-        except (ImportError, KeyError, ValueError):
-            pass
-    return [_fill(language, "text", "no_effect", explanation=n.explanation) for n in notes]
+
+def no_effect_text(item: NoEffect, language: str) -> str:
+    """Why a stated setting does not change peak memory, in `language` (prompts/<lang>/no_effect.json)."""
+    return no_effect_templates(_lang(language))[item.code].format(**item.values)
+
+
+@lru_cache(maxsize=4)
+def no_effect_templates(language: str) -> dict[str, str]:
+    return dict(json.loads(read_prompt(_lang(language), "no_effect.json")))
 
 
 def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
@@ -390,16 +397,30 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
 
 def _accuracy_text(estimate: Estimate, language: str) -> str | None:
     """The estimate's measured error bound in the answer's language (same benchmark figures)."""
-    if not estimate.accuracy_note or language == "en":
-        return estimate.accuracy_note
-    try:
-        from tools.accuracy import accuracy_note
-    except ImportError:  # pragma: no cover - tools/accuracy.py is owned by the accuracy issue
-        return None
-    try:
-        return accuracy_note(language)
-    except (OSError, ValueError):  # no benchmark summary written
-        return None
+    return accuracy_text(estimate.accuracy, language) if estimate.accuracy is not None else None
+
+
+def accuracy_text(bound: AccuracyBound, language: str) -> str:
+    """One sentence with the accuracy benchmark's figures (answer.toml accuracy_bound, accuracy_published)."""
+    lang = _lang(language)
+    text = _fill(
+        lang,
+        "text",
+        "accuracy_bound",
+        typical=bound.typical_pct,
+        median=f"{bound.median_abs_error_pct:.1f}",
+        worst=f"{bound.worst_abs_error_pct:.1f}",
+        cases=bound.cases,
+    )
+    if bound.published_median_abs_error_pct is not None:
+        text += _fill(
+            lang,
+            "text",
+            "accuracy_published",
+            cases=bound.published_cases,
+            median=f"{bound.published_median_abs_error_pct:.1f}",
+        )
+    return text
 
 
 def _fmt_small(n_bytes: int) -> str:

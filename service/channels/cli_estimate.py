@@ -145,7 +145,9 @@ def render_table(est: Any) -> str:
         lines += [f"  - {note_text(n, 'en')}" for n in est.notes]
     if est.no_effect:
         lines.append("no effect on peak memory:")
-        lines += [f"  - {n.field} = {n.value}: {n.explanation}" for n in est.no_effect]
+        from service.agent.render import no_effect_text
+
+        lines += [f"  - {n.field} = {n.value}: {no_effect_text(n, 'en')}" for n in est.no_effect]
     if est.suggestions:
         lines.append("suggestions:")
         lines += [
