@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from tools.notes import Note
 from tools.parallel import Stage
 from tools.result import Component
 
@@ -58,7 +59,7 @@ class ModelFootprint:
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
     gpu_role: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     stage: Stage | None = None
 
     def bytes_at(self, phase: str) -> int:
@@ -107,7 +108,7 @@ def footprint(
     phases: tuple[str, ...],
     parts: list[PhasedComponent | None],
     gpu_role: str,
-    notes: list[str],
+    notes: list[Note],
     stage: Stage,
 ) -> ModelFootprint:
     """A ModelFootprint of the components that hold bytes, in the order given."""
