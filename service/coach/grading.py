@@ -21,7 +21,7 @@ from service.coach.text import GB, GIB, fill, fmt_bytes, fmt_pct, strings
 from service.coach.topics import QuestionSpec
 from tools.result import Component, Estimate
 
-SUBSET_MATCH = 0.02  # a figure within 2% of a sum of some components "counted" exactly those
+SUBSET_MATCH = 0.05  # a figure within 5% of a sum of some components "counted" exactly those
 MAX_SUBSET_COMPONENTS = 12  # 4,096 sums at most
 TRAP_MATCH = 0.05
 
@@ -190,7 +190,10 @@ def grade_bytes(
     if not correct:
         diagnosis = _trap_diagnosis(spec, est, expected, value, language)
         if diagnosis is None and spec.quantity.startswith(("component:", "per_gpu.")):
-            diagnosis = _subset_diagnosis(components_for(est, spec.quantity), value, language)
+            for reading, _ in sorted(readings, key=lambda r: abs(r[0] - expected)):
+                diagnosis = _subset_diagnosis(components_for(est, spec.quantity), reading, language)
+                if diagnosis:
+                    break
         if diagnosis is None and _unit_mixup(parsed, expected, tol):
             diagnosis = _f(language, "diagnosis", "unit_mixup")
         if diagnosis:

@@ -135,7 +135,8 @@ def question_text(spec: QuestionSpec, est: Estimate | None, language: str) -> st
     ]
     if v["experts"]:
         lines.append(fill(language, "questions", "setup", "moe", **v))
-    lines.append(fill(language, "questions", "setup", "gpus", **v))
+    gpus_line = "gpu_type" if spec.quantity == "min_gpus" else "gpus"  # the count is what is asked
+    lines.append(fill(language, "questions", "setup", gpus_line, **v))
     if sc.task == "inference":
         lines.append(fill(language, "questions", "setup", "inference", **v))
     elif sc.task in ("ppo", "grpo", "dpo"):
