@@ -84,17 +84,20 @@ def _subset_diagnosis(comps: list[Component], given: int, language: str) -> str 
     """The components the person seems to have counted, when their figure is one subset's sum."""
     comps = [c for c in comps if c.bytes > 0][:MAX_SUBSET_COMPONENTS]
     total = sum(c.bytes for c in comps)
-    best: tuple[float, tuple[int, ...]] | None = None
-    for k in range(1, len(comps)):
+    # the most components that explain the figure (people usually miss one thing), then the closest
+    best: tuple[int, float, tuple[int, ...]] | None = None
+    for k in range(len(comps) - 1, 0, -1):
         for idx in combinations(range(len(comps)), k):
             s = sum(comps[i].bytes for i in idx)
             err = abs(s - given) / max(given, 1)
-            if best is None or err < best[0]:
-                best = (err, idx)
-    if best is None or best[0] > SUBSET_MATCH:
+            if err <= SUBSET_MATCH and (best is None or (k, -err) > (best[0], -best[1])):
+                best = (k, err, idx)
+        if best is not None:
+            break
+    if best is None:
         return None
-    counted = [comps[i] for i in best[1]]
-    missed = [c for i, c in enumerate(comps) if i not in best[1]]
+    counted = [comps[i] for i in best[2]]
+    missed = [c for i, c in enumerate(comps) if i not in best[2]]
     delta = total - sum(c.bytes for c in counted)
     if delta <= 0:
         return None
@@ -144,7 +147,7 @@ def _trap_diagnosis(
     n = est.scenario.num_gpus or 1
     if (est.scenario.zero_stage or 0) > 0 and n > 1 and _near(given, expected * n, 0.1):
         return _f(language, "diagnosis", "zero_unsharded", zero=est.scenario.zero_stage, num_gpus=n)
-    if spec.topic == "ppo" and names and _near(given, expected / 2, 0.1):
+    if est.scenario.task == "ppo" and names and _near(given, expected / 2, 0.1):
         return _f(language, "diagnosis", "ppo_two_models")
     return None
 
