@@ -58,7 +58,11 @@ def test_seed_16x_rule_is_112_gb_for_a_nominal_7b() -> None:
 def test_seed_kv_half_a_megabyte_per_token_for_32_layers_4096_hidden_mha() -> None:
     spec = seed_question("kv_per_token")
     arch = find_model(spec.scenario["model"]).architecture
-    assert (arch.num_hidden_layers, arch.hidden_size, arch.num_key_value_heads or arch.num_attention_heads) == (
+    assert (
+        arch.num_hidden_layers,
+        arch.hidden_size,
+        arch.num_key_value_heads or arch.num_attention_heads,
+    ) == (
         32,
         4096,
         32,
@@ -139,7 +143,11 @@ def test_gqa_kv_trap_is_named() -> None:
     mha = 2 * 32 * 4096 * 2 * 8192  # the seed's 2 x L x h x B: 4x too large here
     assert graded(spec, f"{right / GIB:.2f} GiB").correct
     g = graded(spec, f"{mha / GIB:.1f} GiB")
-    assert g.correct is False and "8 KV heads of dimension 128" in g.explanation and "4x smaller" in g.explanation
+    assert (
+        g.correct is False
+        and "8 KV heads of dimension 128" in g.explanation
+        and "4x smaller" in g.explanation
+    )
     zh = graded(spec, f"{mha / GIB:.1f} GiB", "zh")
     assert "只有 8 个 KV 头" in zh.explanation and "小 4 倍" in zh.explanation
 

@@ -49,7 +49,9 @@ def figure_strings(expected: dict) -> list[str]:
         for unit in (2**30, 10**9, 2**20, 10**6):
             if b / unit >= 1:
                 for digits in (2, 1, 0):
-                    out.append(r"(?<![\d.,])" + re.escape(f"{b / unit:.{digits}f}") + r"\s*(?:GiB|GB|MiB|MB|G)\b")
+                    out.append(
+                        r"(?<![\d.,])" + re.escape(f"{b / unit:.{digits}f}") + r"\s*(?:GiB|GB|MiB|MB|G)\b"
+                    )
         return out
     if "count" in expected and expected["count"] is not None:
         return [rf"\b{expected['count']}\s*(?:GPU|x |张|sequences|条)"]
@@ -108,7 +110,9 @@ def test_text_states_the_scenario_in_its_language(questions) -> None:  # type: i
             continue
         sc = q.scenario
         assert find_model(sc["model"]).name in q.text
-        assert f" {sc['seq_len']} " in q.text and f"batch {sc['batch_size']}" in q.text.replace("micro-batch", "batch")
+        assert f" {sc['seq_len']} " in q.text and f"batch {sc['batch_size']}" in q.text.replace(
+            "micro-batch", "batch"
+        )
         if sc.get("lora_rank"):
             assert f"rank {sc['lora_rank']}" in q.text
         if sc.get("zero_stage"):

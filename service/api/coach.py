@@ -26,7 +26,9 @@ class QuestionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     language: Literal["en", "zh"] = "en"
-    topic: str | None = Field(default=None, description="a topic id from GET /v1/coach/topics; none = adaptive")
+    topic: str | None = Field(
+        default=None, description="a topic id from GET /v1/coach/topics; none = adaptive"
+    )
     difficulty: int | None = Field(default=None, description="1-3; none = the session's current level")
     session_id: str | None = Field(default=None, description="continue this session; none = a new one")
 
@@ -40,7 +42,9 @@ class AnswerRequest(BaseModel):
 
 
 def _api_error(err: CoachError) -> ApiError:
-    return ApiError(err.status_code, err.message, field=err.field, accepted=err.accepted, suggestions=err.suggestions)
+    return ApiError(
+        err.status_code, err.message, field=err.field, accepted=err.accepted, suggestions=err.suggestions
+    )
 
 
 @router.get("/v1/coach/topics", summary="The coach's topics in a language", response_model=list[Topic])

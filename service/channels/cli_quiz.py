@@ -111,7 +111,13 @@ async def _finish(coach, session_id, lang, as_json, emit, say) -> int:  # type: 
         say(
             "\n"
             + fill(
-                lang, "feedback", "cli", "bye", session_id=session_id, correct=s.score.correct, asked=s.score.asked
+                lang,
+                "feedback",
+                "cli",
+                "bye",
+                session_id=session_id,
+                correct=s.score.correct,
+                asked=s.score.asked,
             )
         )
     return EXIT_OK

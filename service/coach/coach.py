@@ -224,7 +224,7 @@ class Coach:
         rows = row["questions"]
         position = len(rows)
         rng = random.Random(f"{session_id}:{position}")
-        chosen = topic or row["topic"] or next_topic(rows, rng)
+        chosen = topic or next_topic(rows, rng)
         level = difficulty or int(row["difficulty"])
         spec = generate(chosen, level, rng)
         text, expected, spec = await asyncio.to_thread(_prepare, spec, lang)
