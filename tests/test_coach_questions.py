@@ -103,7 +103,7 @@ def test_expected_figures_equal_an_independent_estimate(questions) -> None:  # t
 def test_text_states_the_scenario_in_its_language(questions) -> None:  # type: ignore[no-untyped-def]
     from tools.catalog.models import find_model
 
-    for lang, topic, d, q, _row in questions:
+    for lang, _topic, d, q, _row in questions:
         assert bool(CJK.search(q.text)) == (lang == "zh"), q.text
         assert f"{d}/3" in q.text
         if q.scenario is None:
