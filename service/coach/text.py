@@ -166,6 +166,7 @@ def question_text(spec: QuestionSpec, est: Estimate | None, language: str) -> st
                 baseline=fmt_bytes(spec.facts["baseline_bytes"]),
             )
         )
+    lines = [line[:1].upper() + line[1:] for line in lines]  # "full fine-tuning: ..." starts a sentence
     ask = fill(language, "questions", "ask", spec.ask, **v)
     lines.append("")
     lines.append(
