@@ -97,6 +97,8 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.runner = runner
     app.state.coach = Coach(coach_store)
     app.state.slack = slack
+    if slack is not None:
+        slack.coach = app.state.coach
 
     if settings.cors_origins:
         app.add_middleware(

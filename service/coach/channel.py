@@ -18,6 +18,18 @@ from service.coach.text import fill
 START = re.compile(r"^\s*(?:/vram\s+)?(?:quiz|测验|练习)\b\s*(?P<topic>[\w.-]*)\s*$", re.IGNORECASE)
 
 
+async def thread_session(coach: Coach, key: str) -> str | None:
+    """The coach session of a chat thread where a quiz was posted (`start_quiz`), or None."""
+    return await coach.store.session_for_thread(key)
+
+
+async def start_quiz(coach: Coach, topic: str | None, language: str) -> tuple[str, str]:
+    """A new session's first question: (session_id, text to post). The channel posts it, then links the
+    posted message's thread to the session (`coach.store.link_thread(key, session_id)`)."""
+    q = await coach.ask(language, topic or None, None, None)
+    return q.session_id, q.text
+
+
 async def coach_turn(coach: Coach, key: str, text: str, language: str | None = None) -> str:
     """The coach's reply to `text` in the thread `key` (plain text with **bold** marks)."""
     lang = language or answer_language(text, "en")

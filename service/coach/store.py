@@ -73,6 +73,15 @@ questions = Table(
     Column("answered_at", DateTime(timezone=True), nullable=True),
 )
 
+# a chat thread (Slack "team:channel:thread_ts") where a quiz was posted -> its session
+threads = Table(
+    "coach_threads",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("session_id", String(64), ForeignKey("coach_sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
 
 def _now() -> datetime:
     return datetime.now(UTC)
@@ -173,6 +182,15 @@ class CoachStore:
                 )
             )
             await conn.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=now))
+
+    async def link_thread(self, key: str, session_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(threads).values(key=key, session_id=session_id, created_at=_now()))
+
+    async def session_for_thread(self, key: str) -> str | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(threads.c.session_id).where(threads.c.key == key))).first()
+            return None if row is None else str(row[0])
 
     async def add_hint(self, question_id: str) -> None:
         async with self.engine.begin() as conn:
