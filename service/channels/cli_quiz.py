@@ -4,7 +4,7 @@ Interactive in a terminal: a question, a free-text answer graded against the est
 explanation, the score, the next question ("hint"/"提示", "skip"/"跳过", "quit"/"退出"; end of input
 ends too). `--json` for scripts: one JSON object per line ({"question": ...}, {"answer": ...}, and
 {"session": ...} at the end), one answer read per stdin line. The session is stored in the service's
-database (VRAMWISE_DATABASE_URL), so `--session ID` continues it. Bad input: exit 2, one line on stderr.
+database (VRAMWISE_DATABASE_URL), so `--session ID` continues it (its open question first). Bad input: exit 2, one line on stderr.
 """
 
 from __future__ import annotations
@@ -52,8 +52,10 @@ async def _quiz(args: argparse.Namespace, inp: TextIO, out: TextIO) -> int:
             say(fill(lang, "feedback", "cli", "welcome"))
         session_id = args.session
         asked = 0
+        pending = await coach.resume(session_id) if session_id else None  # the question left open
         while args.questions is None or asked < args.questions:
-            q = await coach.ask(lang, args.topic, args.difficulty, session_id)
+            q = pending or await coach.ask(lang, args.topic, args.difficulty, session_id)
+            pending = None
             session_id, lang = q.session_id, q.language
             asked += 1
             if as_json:

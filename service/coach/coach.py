@@ -367,6 +367,23 @@ class Coach:
             ],
         )
 
+    async def resume(self, session_id: str) -> QuestionOut | None:
+        """The session's open (ungraded) last question, to ask again after a restart; None when none."""
+        await self._session_row(session_id)  # 404 for an unknown session
+        q = await self.open_question(session_id)
+        if q is None:
+            return None
+        return QuestionOut(
+            session_id=session_id,
+            question_id=q["id"],
+            language=q["language"],
+            topic=q["topic"],
+            difficulty=q["difficulty"],
+            text=q["text"],
+            scenario=q["spec"].get("scenario") or None,
+            quantity=q["quantity"],
+        )
+
     async def open_question(self, session_id: str) -> dict[str, Any] | None:
         """The session's last question when it is still ungraded (chat channels answer it)."""
         row = await self.store.get_session(session_id)
