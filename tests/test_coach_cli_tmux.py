@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.coach_support import right_answer, wrong_answer
+
 ROOT = Path(__file__).resolve().parent.parent
 VRAMWISE = Path(sys.executable).parent / "vramwise"
 
@@ -23,9 +25,9 @@ pytestmark = pytest.mark.skipif(
 
 TEXTS = {
     "en": {"hint": "hint", "hint_out": "Hint: ", "wrong": "✗ Not quite.", "right": "✓ Correct.", "score": "Score: 1/2",
-           "quit": "quit", "bye": "1/2 correct", "no": "no", "yes": "yes"},
+           "quit": "quit", "bye": "1/2 correct"},
     "zh": {"hint": "提示", "hint_out": "提示：", "wrong": "✗ 不太对。", "right": "✓ 正确。", "score": "得分：1/2",
-           "quit": "退出", "bye": "答对 1/2", "no": "不能", "yes": "能"},
+           "quit": "退出", "bye": "答对 1/2"},
 }  # fmt: skip
 
 
@@ -47,30 +49,13 @@ def wait_for(name: str, needle: str, count: int = 1, timeout: float = 30) -> str
     raise AssertionError(f"{needle!r} x{count} not on the screen:\n{screen(name)}")
 
 
-def open_expected(db: Path) -> tuple[str, dict]:
+def open_question(db: Path) -> tuple[dict, dict]:
+    """(expected, spec) of the session's open question."""
     with sqlite3.connect(db) as conn:
-        quantity, expected = conn.execute(
-            "SELECT quantity, expected FROM coach_questions WHERE correct IS NULL ORDER BY created_at DESC LIMIT 1"
+        expected, spec = conn.execute(
+            "SELECT expected, spec FROM coach_questions WHERE correct IS NULL ORDER BY created_at DESC LIMIT 1"
         ).fetchone()
-    return quantity, json.loads(expected)
-
-
-def answers_for(expected: dict, language: str) -> tuple[str, str]:
-    """(a right answer, a wrong one) written as a person would."""
-    t = TEXTS[language]
-    if "fits" in expected:
-        return (t["yes"], t["no"]) if expected["fits"] else (t["no"], t["yes"])
-    if "count" in expected:
-        n = expected["count"]
-        return (
-            (f"{n} GPUs", f"{n * 3 + 1} GPUs")
-            if language == "en"
-            else (f"需要 {n} 张卡", f"需要 {n * 3 + 1} 张卡")
-        )
-    b = expected["bytes"]
-    if language == "en":
-        return f"about {b / 2**30:.2f} GiB", f"about {b * 3 / 2**30:.1f} GiB"
-    return f"大概{b / 10**9:.2f}GB", f"大概{b * 3 / 10**9:.1f}GB"
+    return json.loads(expected), json.loads(spec)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -87,15 +72,11 @@ def test_quiz_in_a_terminal(tmp_path: Path, language: str) -> None:
         wait_for(name, "> ")
         tmux("send-keys", "-t", name, t["hint"], "Enter")
         wait_for(name, t["hint_out"])
-        _, expected = open_expected(db)
-        _right, wrong = answers_for(expected, language)
-        tmux("send-keys", "-t", name, wrong, "Enter")
+        tmux("send-keys", "-t", name, wrong_answer(*open_question(db), language), "Enter")
         text = wait_for(name, "> ", count=3)  # graded, the next question asked
         assert t["wrong"] in text
         assert ("期望：" if language == "zh" else "Expected: ") in text  # the graded explanation
-        _, expected2 = open_expected(db)
-        right2, _ = answers_for(expected2, language)
-        tmux("send-keys", "-t", name, right2, "Enter")
+        tmux("send-keys", "-t", name, right_answer(*open_question(db), language), "Enter")
         text = wait_for(name, t["score"])
         assert t["right"] in text
         wait_for(name, "> ", count=4)

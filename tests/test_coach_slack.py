@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from service.app import create_app
+from tests.coach_support import right_answer
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
 from tests.service_support import live_server, offline_settings
 from tests.slack_support import (
@@ -61,16 +62,16 @@ def thread_reply(text: str, *, channel: str, thread_ts: str) -> dict[str, Any]:
     }
 
 
-def open_question(db: Path, channel: str) -> tuple[str, dict]:
-    """(the quiz thread's ts, the expected figure of its open question)."""
+def open_question(db: Path, channel: str) -> tuple[str, dict, dict]:
+    """(the quiz thread's ts, the expected figure and the spec of its open question)."""
     with sqlite3.connect(db) as conn:
         key, session = conn.execute(
             "SELECT key, session_id FROM coach_threads WHERE key LIKE ?", (f"%:{channel}:%",)
         ).fetchone()
-        (expected,) = conn.execute(
-            "SELECT expected FROM coach_questions WHERE session_id = ? AND correct IS NULL", (session,)
+        expected, spec = conn.execute(
+            "SELECT expected, spec FROM coach_questions WHERE session_id = ? AND correct IS NULL", (session,)
         ).fetchone()
-    return key.rsplit(":", 1)[1], json.loads(expected)
+    return key.rsplit(":", 1)[1], json.loads(expected), json.loads(spec)
 
 
 def posts_in_thread(fake: FakeSlack, channel: str, ts: str) -> list[dict]:
@@ -98,7 +99,7 @@ def test_quiz_in_a_thread(slack, language: str, command: str, channel: str) -> N
         ]
     )
     assert ("KV 缓存" if language == "zh" else "KV cache") in posted[0].body["text"]
-    ts, expected = fake.wait_for(lambda f: _try(open_question, db, channel))
+    ts, expected, _spec = fake.wait_for(lambda f: _try(open_question, db, channel))
     b = expected["bytes"]
 
     wrong = f"大概 {4 * b / 10**9:.1f} GB" if language == "zh" else f"about {4 * b / 10**9:.1f} GB"
@@ -107,14 +108,8 @@ def test_quiz_in_a_thread(slack, language: str, command: str, channel: str) -> N
     assert ("不太对" if language == "zh" else "Not quite") in reply
     assert f"{b / 2**30:.2f} GiB" in reply and "2 x L x g x d x B" in reply
 
-    _, expected2 = open_question(db, channel)  # the next question, posted with the grade
-    right = (
-        f"{expected2['bytes'] / 2**30:.2f} GiB"
-        if "bytes" in expected2
-        else ("no" if not expected2.get("fits") else "yes")
-    )
-    if "count" in expected2:
-        right = f"{expected2['count']} GPUs"
+    _, expected2, spec2 = open_question(db, channel)  # the next question, posted with the grade
+    right = right_answer(expected2, spec2, language)
     post_json(client, base, event_body(mention(right, channel=channel, thread_ts=ts)))
     graded = fake.wait_for(lambda f: posts_in_thread(f, channel, ts)[1:])[0]["text"]
     assert ("正确" if language == "zh" else "Correct") in graded
