@@ -1,4 +1,4 @@
-"""The interview coach over HTTP (../shared/CONTRACT.md "Coach"): topics, the next question of a
+"""The interview coach over HTTP (docs/reference.md, "HTTP"): topics, the next question of a
 session, grading a free-text answer, a session's record. A thin adapter over service/coach/coach.py."""
 
 from __future__ import annotations
