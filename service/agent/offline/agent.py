@@ -60,9 +60,9 @@ EstimateFn = Callable[..., Estimate]
 
 
 def _default_estimate(scenario: Scenario, plan: bool = True) -> Estimate:
-    from tools.estimator import estimate
+    from service.hub import estimate_any_model  # catalog first; `org/name` ids the catalog lacks: the Hub
 
-    return estimate(scenario, plan=plan)
+    return estimate_any_model(scenario, plan=plan)
 
 
 def chunk_lines(lines: list[str]) -> list[str]:
