@@ -329,7 +329,17 @@ def shape_fields(low: str) -> Fields:
     )
     if u:
         out["gpu_memory_utilization"] = float(u.group(1) or u.group(2))
+    e = _ENGINE.search(low)
+    if e:
+        out["engine"] = next(name for name, hit in zip(_ENGINE_NAMES, e.groups(), strict=True) if hit)
     return out
+
+
+# the serving engine named in the question (tools.serving.ENGINES; HF generate otherwise)
+_ENGINE_NAMES = ("vllm", "sglang", "llama.cpp", "ollama")
+_ENGINE = re.compile(
+    rf"{L}(vllm){R}|{L}(sglang){R}|{L}(llama[\.\-_ ]?cpp|llama-server|gguf){R}|{L}(ollama){R}"
+)
 
 
 # --- activations ---------------------------------------------------------------------------------
