@@ -267,6 +267,8 @@ CARD_FOR_MEMORY: dict[int, str] = {
     141: "h200",
     192: "mi300x",
 }
+# unified-memory sizes of Apple silicon Macs in the GPU catalog (apple-<N>gb: what Metal lets one process use)
+APPLE_MEMORY = frozenset({16, 24, 32, 36, 48, 64, 96, 128, 192, 512})
 _CARD_MEMORY = re.compile(
     r"(?<![a-z0-9.])(\d{1,3})\s*(?:gb|g|gib)(?![a-z0-9])"
     # not host memory: "64GB RAM", "32G内存", "128 GB of system memory"
@@ -283,12 +285,13 @@ _APPLE = re.compile(
 def find_card_memory(low: str) -> Mention | None:
     """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a reason."""
     apple = _APPLE.search(low)
-    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in CARD_FOR_MEMORY]
+    known = APPLE_MEMORY if apple else CARD_FOR_MEMORY
+    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in known]
     # "a 7B model is 14GB in bf16: will it fit my 12GB card?": the size next to a VRAM word wins
     near = [m for m in sizes if _VRAM_WORD.match(low, m.end()) or _VRAM_WORD_BEFORE.search(low[: m.start()])]
     for m in near or sizes:
         gb = int(m.group(1))
-        card = CARD_FOR_MEMORY[gb]
+        card = f"apple-{gb}gb" if apple else CARD_FOR_MEMORY[gb]
         # Apple silicon: macOS lets the GPU use only part of unified memory (Metal recommendedMaxWorkingSetSize)
         code = "card_apple_memory" if apple else "card_from_memory"
         return Mention(card, m.start(), m.end(), FilledReason(code=code, values={"gb": gb, "card": card}))
