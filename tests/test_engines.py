@@ -141,3 +141,17 @@ def test_question_names_the_engine() -> None:
 
     parsed = parse_question("serve Llama-3.1-8B with vLLM on one H100, 32k context, 8 users")
     assert parsed.scenario.get("engine") == "vllm"
+
+
+def test_planner_verdicts_follow_the_engine() -> None:
+    from tools.estimator import fit_of
+
+    for engine in ("vllm", "sglang", "llama.cpp"):
+        sc = Scenario(
+            model="llama-3.1-70b", task="inference", gpu="4090", engine=engine, weight_dtype="q4_k_m"
+        )
+        est = estimate(sc, plan=False)
+        fit = fit_of(sc)
+        assert (fit.fits, fit.total_bytes) == (est.fits, est.per_gpu.total_bytes)
+    planned = estimate(Scenario(model="llama-3.1-70b", task="inference", gpu="4090", engine="vllm"))
+    assert not planned.fits and planned.min_gpus and planned.min_gpus > 1

@@ -82,6 +82,10 @@ def fit_of(scenario: Scenario) -> Fit:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.overhead.overhead_bytes)."""
     rs = resolve(scenario)
+    if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
+        # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
+        est = estimate(scenario, plan=False)
+        return Fit(scenario=rs.scenario, total_bytes=est.per_gpu.total_bytes, fits=est.fits)
     fp = footprint_for(rs)
     tensor_peak = max(_tensor_bytes_at(fp, ph) for ph in fp.phases)
     total = tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
