@@ -24,7 +24,7 @@ PUBLISHED_Q4_K_M = {"llama-3.1-8b": 4.92e9, "qwen2.5-7b": 4.68e9, "mistral-nemo-
 MiB, GiB = 2**20, 2**30
 
 
-def _terms(est) -> dict[str, int]:  # noqa: ANN001
+def _terms(est) -> dict[str, int]:
     return {c.name: c.bytes for c in est.components}
 
 
