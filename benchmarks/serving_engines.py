@@ -16,6 +16,7 @@ from __future__ import annotations
 from tools.catalog import get_model
 from tools.estimator import estimate
 from tools.gguf import BLOCKS
+from tools.result import Estimate
 from tools.scenario import Scenario
 
 MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistral-nemo-12b"]
@@ -24,7 +25,7 @@ PUBLISHED_Q4_K_M = {"llama-3.1-8b": 4.92e9, "qwen2.5-7b": 4.68e9, "mistral-nemo-
 MiB, GiB = 2**20, 2**30
 
 
-def _terms(est) -> dict[str, int]:
+def _terms(est: Estimate) -> dict[str, int]:
     return {c.name: c.bytes for c in est.components}
 
 

@@ -127,3 +127,36 @@ def test_olmo_norms_have_no_parameters() -> None:
 def test_names_people_type(name: str, model_id: str) -> None:
     spec = lookup_model(name)
     assert spec is not None and spec.id == model_id
+
+
+@pytest.mark.parametrize(
+    "question,model,gpu",
+    [
+        ("24G显存能跑Mistral-Nemo吗", "mistral-nemo-12b", None),
+        ("Mistral Small 24B on a 4090", "mistral-small-24b", "4090"),
+        ("codestral on two 3090", "codestral-22b", "3090"),
+        ("Llama-3.2-11B-Vision inference on a 4090", "llama-3.2-11b-vision", "4090"),
+        ("StarCoder2-15B on L4", "starcoder2-15b", "l4"),
+        ("BLOOM-7B fine-tune on A100", "bloom-7b1", "a100"),
+        ("phi-3.5-moe on H100", "phi-3.5-moe", "h100"),
+        ("OLMo 2 7B lora on a 4090", "olmo-2-7b", "4090"),
+        ("GPT-3 175B inference on 8 A100", "gpt-3-175b", "a100"),
+        ("acme/qwen-mini-sft on a 4090", "acme/qwen-mini-sft", "4090"),
+        ("can I run qwen2.5-14b on a 22G 2080 Ti", "qwen2.5-14b", "2080-ti-22gb"),
+        ("一张24G的4090能推理Qwen2.5-14B吗", "qwen2.5-14b", "4090"),
+    ],
+)
+def test_questions_name_the_new_models_and_cards(question: str, model: str, gpu: str | None) -> None:
+    from service.agent.offline.parser import parse_question
+
+    parsed = parse_question(question)
+    assert parsed.scenario.get("model") == model
+    if gpu is not None:
+        assert parsed.scenario.get("gpu") == gpu
+
+
+def test_a_modded_card_from_a_question_is_taken_at_its_size() -> None:
+    from tools.catalog import find_gpu
+
+    spec, note = find_gpu("2080-ti-22gb")
+    assert spec.id == "rtx-2080-ti-22gb" and spec.memory_bytes == 22528 * 2**20 and note is None
