@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from tools.errors import ScenarioError
 from tools.estimator import Fit
+from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
@@ -498,7 +499,7 @@ def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
     tp = 1
     while tp * 2 <= min(n, cap):
         t = tp * 2
-        if heads % t or (kv and kv % t and t % kv):
+        if not tp_fits_heads(heads, kv, t):
             break
         tp = t
     return tp
