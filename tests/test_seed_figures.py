@@ -238,3 +238,11 @@ def test_error_5_no_fixed_temporary_share(scenario: dict, low: float, high: floa
     states = sum(_bytes(e, n) for n in STATES)
     share = 1 - states / e.per_gpu.total_bytes
     assert low <= share <= high
+
+
+def test_explicit_params_of_any_value_are_exact() -> None:
+    e = estimate(
+        Scenario(params=7_123_456_789, task="inference", weight_dtype="bf16", gpu="h100"), plan=False
+    )
+    assert e.params_total == 7_123_456_789
+    assert _bytes(e, "weights") == 2 * 7_123_456_789
