@@ -160,3 +160,34 @@ def test_a_modded_card_from_a_question_is_taken_at_its_size() -> None:
 
     spec, note = find_gpu("2080-ti-22gb")
     assert spec.id == "rtx-2080-ti-22gb" and spec.memory_bytes == 22528 * 2**20 and note is None
+
+
+def test_image_tokens_join_the_decoder_sequence() -> None:
+    from tools.estimator import estimate
+    from tools.scenario import Scenario
+
+    text = estimate(Scenario(model="qwen2-vl-7b", task="inference", gpu="4090", seq_len=2048), plan=False)
+    two = estimate(
+        Scenario(model="qwen2-vl-7b", task="inference", gpu="4090", seq_len=2048, images=2), plan=False
+    )
+    kv = {
+        e: next(c.bytes for c in x.components if c.name == "kv_cache")
+        for e, x in (("text", text), ("two", two))
+    }
+    # Qwen2-VL-7B KV: 2 x 28 layers x 4 KV heads x 128 x 2 B = 57,344 B per token; 2 x 1,369 image tokens more
+    assert kv["text"] == 2048 * 57_344 and kv["two"] == (2048 + 2 * 1369) * 57_344
+    reason = next(a.reason for a in two.assumptions if a.field == "images")
+    assert "4,786 decoder tokens" in reason
+    assert two.scenario.seq_len == 2048  # the text length stays as stated: re-resolving adds nothing twice
+    mllama = estimate(
+        Scenario(model="llama-3.2-11b-vision", task="inference", gpu="4090", images=1), plan=False
+    )
+    assert any(n.startswith("images: this model's image tokens are not modelled") for n in mllama.notes)
+
+
+def test_questions_with_images() -> None:
+    from service.agent.offline.parser import parse_question
+
+    assert parse_question("Qwen2-VL-7B inference with 2 images on a 4090").scenario["images"] == 2
+    zh = parse_question("Qwen2.5-VL-7B 3张图片 4090").scenario
+    assert zh["images"] == 3 and "num_gpus" not in zh

@@ -74,6 +74,8 @@ class Architecture(BaseModel):
     v_head_dim: int | None = None
     # Multi-token prediction modules and other extras that ship in the checkpoint
     extra_params: int = 0
+    # vision-language models: decoder tokens one image adds at the default resolution (no parameters)
+    image_tokens: int = 0
     module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
 
     @model_validator(mode="after")

@@ -161,6 +161,9 @@ class Scenario(BaseModel):
         description="serving engine whose memory model applies: transformers (HF generate), vllm, sglang, "
         "llama.cpp, ollama",
     )
+    images: int | None = Field(
+        default=None, ge=0, le=10_000, description="images per sequence (vision-language models)"
+    )
     max_num_batched_tokens: int | None = Field(
         default=None, ge=1, description="vLLM tokens per scheduler step (SGLang chunked_prefill_size)"
     )

@@ -233,7 +233,9 @@ _COUNT_AFTER = re.compile(
     rf"^(?:s{R})?\s*(?:gpus?|cards?|显卡|卡)?\s*(?:[x×*]\s*(\d+)|({ZH_NUMERAL}|\d+)\s*(?:张|块|卡))"
 )
 _EN_COUNT_ANY = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}")
-_ZH_COUNT_ANY = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡")
+_ZH_COUNT_ANY = re.compile(
+    rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
+)
 _SINGLE = re.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
 _NODES = re.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
