@@ -29,6 +29,7 @@ from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.rl import rl_footprint
+from tools.savers import apply_savers, saver_assumptions
 from tools.scenario import Scenario
 
 
@@ -36,7 +37,7 @@ def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     """The job's footprint on its most loaded GPU (RL tasks composed by tools.rl)."""
     if rs.task in RL_TASKS:
         return rl_footprint(rs)
-    return model_footprint(rs)
+    return apply_savers(rs, model_footprint(rs))  # memory savers and master-weight wrappers (tools/savers.py)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
         suggestions=[],
-        assumptions=rs.assumptions,
+        # what lora_dropout 0.05 would add is one more peak computation: only for planned (answered) estimates
+        assumptions=rs.assumptions
+        + saver_assumptions(rs, _dropout_extra(rs, pk.tensor_bytes) if plan else None),
         no_effect=no_effect,
         notes=notes,
         serving=serving,
@@ -149,6 +152,13 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
     # one sequence cannot be longer than the model's context window (vLLM max_model_len defaults to
     # max_position_embeddings), however many KV tokens fit: said beside the KV-room figure
     return cap.model_copy(update={"max_model_len": rs.model.arch.max_position_embeddings})
+
+
+def _dropout_extra(rs: ResolvedScenario, tensor_bytes: int) -> int | None:
+    """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated)."""
+    if rs.task not in ("lora", "qlora") or rs.scenario.lora_dropout is not None:
+        return None
+    return peak_for(resolve(rs.scenario.merged(lora_dropout=0.05))).tensor_bytes - tensor_bytes
 
 
 def _no_effect(scenario: Scenario) -> list:
