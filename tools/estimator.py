@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from tools import calibration as cal
 from tools.accuracy import accuracy_note
 from tools.activations import inference_transient
+from tools.components.savers import saver_assumptions
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.no_effect import no_effect_notes
@@ -29,7 +30,6 @@ from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.rl import rl_footprint
-from tools.savers import apply_savers, saver_assumptions
 from tools.scenario import Scenario
 
 
@@ -37,7 +37,7 @@ def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     """The job's footprint on its most loaded GPU (RL tasks composed by tools.rl)."""
     if rs.task in RL_TASKS:
         return rl_footprint(rs)
-    return apply_savers(rs, model_footprint(rs))  # memory savers and master-weight wrappers (tools/savers.py)
+    return model_footprint(rs)
 
 
 @dataclass(frozen=True)

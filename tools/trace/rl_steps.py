@@ -65,7 +65,7 @@ def dpo_loss_step(
     policy: torch.nn.Module, ref_model: torch.nn.Module | None, ids: torch.Tensor, autocast: bool
 ) -> torch.Tensor:
     """The DPO loss of one concatenated batch [chosen; rejected] (rows 2 x pairs)."""
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+    ctx = torch.autocast(ids.device.type, dtype=torch.bfloat16) if autocast else nullcontext()
     completion_mask = torch.ones_like(ids)
     with ctx:
         outputs = policy(input_ids=ids, use_cache=False)
@@ -101,7 +101,7 @@ def _completion_logps(model: torch.nn.Module, ids: torch.Tensor, keep: int) -> t
 def grpo_reference_logps(
     policy: torch.nn.Module, ref_model: torch.nn.Module | None, ids: torch.Tensor, keep: int, autocast: bool
 ) -> torch.Tensor:
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+    ctx = torch.autocast(ids.device.type, dtype=torch.bfloat16) if autocast else nullcontext()
     ref, ref_ctx = _reference_context(policy, ref_model)
     with torch.no_grad(), ref_ctx, ctx:
         logits = _completion_logps(ref, ids, keep)
@@ -113,7 +113,7 @@ def grpo_reference_logps(
 def grpo_loss_step(
     policy: torch.nn.Module, ids: torch.Tensor, keep: int, ref_logps: torch.Tensor, autocast: bool
 ) -> torch.Tensor:
-    ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+    ctx = torch.autocast(ids.device.type, dtype=torch.bfloat16) if autocast else nullcontext()
     with ctx:
         logits = _completion_logps(policy, ids, keep)
         per_token_logps = selective_log_softmax(logits, ids[:, -keep:])
@@ -121,7 +121,7 @@ def grpo_loss_step(
             entropies = entropy_from_logits(logits)
         del logits, entropies
         mask = torch.ones_like(per_token_logps)
-        advantages = torch.zeros(ids.shape[0], 1, dtype=per_token_logps.dtype)
+        advantages = torch.zeros(ids.shape[0], 1, dtype=per_token_logps.dtype, device=ids.device)
         old = per_token_logps.detach()
         coef_1 = torch.exp(per_token_logps - old)
         coef_2 = torch.clamp(coef_1, 1 - GRPO_EPSILON, 1 + GRPO_EPSILON)

@@ -57,11 +57,11 @@ def chunked_ce_loss(model: torch.nn.Module, ids: torch.Tensor, chunks: int = TOR
     logits = [_softcap(head(chunk), config) for chunk in h.chunk(chunks, dim=1)]
     del h
     # torchtune recipes: labels = hstack(labels[..., 1:], ignore_index column)
-    pad = torch.full((ids.shape[0], 1), IGNORE_INDEX, dtype=ids.dtype)
+    pad = torch.full((ids.shape[0], 1), IGNORE_INDEX, dtype=ids.dtype, device=ids.device)
     labels = torch.hstack((ids[..., 1:], pad))
     label_chunks = [t.reshape(-1) for t in labels.chunk(chunks, dim=1)]
     total = (labels != IGNORE_INDEX).sum()
-    loss = torch.zeros((), dtype=torch.float32)
+    loss = torch.zeros((), dtype=torch.float32, device=ids.device)
     for logit_chunk, label_chunk in zip(logits, label_chunks, strict=True):
         flat = logit_chunk.reshape(-1, logit_chunk.size(-1))
         loss = loss + F.cross_entropy(flat.float(), label_chunk, ignore_index=IGNORE_INDEX, reduction="sum")
@@ -80,7 +80,7 @@ class _FusedLinearCE(torch.autograd.Function):
         n_chunks = -(-bt // chunk)
         grad_input = torch.zeros_like(x)
         grad_weight = torch.zeros_like(weight) if weight.requires_grad else None
-        loss_1d = torch.zeros(bt, dtype=torch.float32)
+        loss_1d = torch.zeros(bt, dtype=torch.float32, device=x.device)
         n_valid = (target != IGNORE_INDEX).sum().clamp(min=1)
         for i in range(n_chunks):
             lo, hi = i * chunk, min((i + 1) * chunk, bt)
@@ -147,18 +147,18 @@ def offload_saved_tensors() -> Any:
     def pack(t: torch.Tensor) -> Any:
         if t.numel() * t.element_size() < OFFLOAD_MIN_BYTES or _is_parameter_view(t):
             return ("kept", t)
-        return ("host", (t.shape, t.stride(), t.dtype, t.is_contiguous()))
+        return ("host", (t.shape, t.stride(), t.dtype, t.is_contiguous(), t.device))
 
     def unpack(packed: Any) -> torch.Tensor:
         kind, value = packed
         if kind == "kept":
             return value
-        shape, stride, dtype, contiguous = value
+        shape, stride, dtype, contiguous, device = value
         # brought back to the device: torchtune copies `empty_like(activation)` to the host and `.to(device)`
         # back, a compact tensor of the saved tensor's own size (not its base storage's)
         if contiguous:
-            return torch.empty(shape, dtype=dtype)
-        return torch.empty_strided(shape, stride, dtype=dtype)
+            return torch.empty(shape, dtype=dtype, device=device)
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device)
 
     return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
 
@@ -214,7 +214,9 @@ class MasterWeightStep:
                 self.master.grad = None
             else:
                 grads = [
-                    torch.zeros(p.size(), dtype=torch.float32) if p.grad is None else p.grad.to(torch.float32)
+                    torch.zeros(p.size(), dtype=torch.float32, device=p.device)
+                    if p.grad is None
+                    else p.grad.to(torch.float32)
                     for p in self.params
                 ]
                 flat_grad = torch.cat([g.reshape(-1) for g in grads])

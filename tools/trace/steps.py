@@ -269,7 +269,30 @@ def _loss(model: torch.nn.Module, ids: torch.Tensor, req: TraceRequest) -> torch
     return model(input_ids=ids, labels=ids).loss
 
 
-def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+class NullTracker:
+    """The tracker interface doing nothing: the same programs measured by another means (gpu_measure.py)."""
+
+    def mark(self, phase: str) -> None:
+        pass
+
+    def note(self, category: str, tensors: Any) -> None:
+        pass
+
+    def set_autocast(self, active: bool) -> None:
+        pass
+
+
+def train_program(
+    model: torch.nn.Module, ref_model: torch.nn.Module | None, req: TraceRequest, tracker: Any, device: str
+) -> None:
+    """The training program of `req` (SFT / LoRA with its savers, DPO / GRPO) on `device`."""
+    if req.task in RL_TASKS:
+        _train_rl(model, ref_model, req, tracker, device)
+    else:
+        _train(model, req, tracker, device)
+
+
+def _train(model: torch.nn.Module, req: TraceRequest, tracker: Any, device: str = "cpu") -> None:
     optimizer = training_setup(model, req.gradient_checkpointing)
     trainable = [p for group in optimizer.param_groups for p in group["params"]]
     master: MasterWeightStep | None = None
@@ -285,12 +308,12 @@ def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) ->
         optimizer = None
         in_bwd = register_optimizer_in_backward(trainable)
     vocab = model.config.vocab_size
-    ids = torch.randint(0, vocab, (req.batch_size, req.seq_len))
+    ids = torch.randint(0, vocab, (req.batch_size, req.seq_len), device=device)
     autocast = req.recipe == "amp"
     for _ in range(req.steps):
         tracker.mark("forward")
         tracker.set_autocast(autocast)
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
+        ctx = torch.autocast(ids.device.type, dtype=torch.bfloat16) if autocast else nullcontext()
         offload = offload_saved_tensors() if req.activation_offload else nullcontext()
         with ctx, offload:
             loss = _loss(model, ids, req)
@@ -316,7 +339,11 @@ def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) ->
 
 
 def _train_rl(
-    model: torch.nn.Module, ref_model: torch.nn.Module | None, req: TraceRequest, tracker: MemoryTracker
+    model: torch.nn.Module,
+    ref_model: torch.nn.Module | None,
+    req: TraceRequest,
+    tracker: Any,
+    device: str = "cpu",
 ) -> None:
     """DPO / GRPO update steps (tools/trace/rl_steps.py): reference scoring + policy update."""
     from tools.trace.rl_steps import dpo_loss_step, grpo_loss_step, grpo_reference_logps
@@ -326,7 +353,7 @@ def _train_rl(
     vocab = model.config.vocab_size
     autocast = req.recipe == "amp"
     rows = 2 * req.batch_size if req.task == "dpo" else req.batch_size
-    ids = torch.randint(0, vocab, (rows, req.seq_len))
+    ids = torch.randint(0, vocab, (rows, req.seq_len), device=device)
     keep = max(1, min(req.seq_len - 1, req.max_new_tokens))
     for _ in range(req.steps):
         tracker.set_autocast(autocast)

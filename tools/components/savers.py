@@ -1,8 +1,9 @@
-"""Memory savers and optimizer wrappers, applied to a training footprint (tools.footprint) by phase.
+"""Memory savers, master-weight wrappers and pipeline schedules of one training step (a component family).
 
-Each rule replaces or adds named parts of the most loaded GPU's footprint; every constant is a
-per-element byte count measured by the fake-tensor tracer (tools/trace/savers.py runs the code each
-rule follows) and named in tools/calibration.py style below.
+`saver_parts(ts, parts, notes)` is the last step of tools/footprint.py `train_footprint`: each rule
+replaces or adds named components of the step (logits, gradients, activations, step temporaries);
+every constant is a per-element byte count measured by the fake-tensor tracer (tools/trace/savers.py
+runs the code each rule follows) and named below.
 
 - cross_entropy="chunked": torchtune `CEWithChunkedOutputLoss` with the model's chunked output
   (8 chunks): the 16-bit logits of every chunk, each chunk's fp32 log_softmax saved, one chunk's fp32
@@ -38,10 +39,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tools.footprint import ModelFootprint, PhasedComponent, cite
+from tools.components.phased import PhasedComponent, cite
 from tools.result import Assumption
 
 if TYPE_CHECKING:
+    from tools.components.step import TrainStep
     from tools.resolve import ResolvedScenario
 
 # torchtune CEWithChunkedOutputLoss, bytes per logit element (tokens x V), traced (llama-3-8b LoRA):
@@ -62,6 +64,58 @@ SAVER_SOURCES = {
 }
 
 
+CE_LABELS = {
+    "chunked": "logits and loss (chunked CE)",
+    "fused_linear": "fused linear CE (no full logits)",
+}
+CE_NOTES = {
+    "chunked": "chunked cross-entropy: the logits are upcast to fp32 one chunk at a time",
+    "fused_linear": "fused linear cross-entropy: the logits are never materialised",
+}
+
+
+def cross_entropy_logits(ts: TrainStep) -> dict | None:
+    """The loss tensors of chunked / fused linear cross-entropy by phase (None: the standard HF loss)."""
+    rs = ts.rs
+    ce = rs.scenario.cross_entropy or "standard"
+    if ce not in CE_LABELS or rs.recipe is None:
+        return None
+    lay = rs.layout
+    tokens = ts.batch * max(1, ts.seq // lay.cp)
+    vocab_local = ts.vocab_local
+    el = tokens * vocab_local
+    if ce == "chunked":
+        fwd = round(CHUNKED_CE_FORWARD_BYTES * el)
+        bwd = round(CHUNKED_CE_BACKWARD_BYTES * el)
+        return {
+            "end_of_forward": (
+                fwd,
+                "s*b*V/t x (2 + 4 + 4/8) B (16-bit logits, fp32 log_softmax per chunk, one fp32 chunk)",
+                f"{el:,} x {CHUNKED_CE_FORWARD_BYTES} B = {fwd:,} B",
+            ),
+            "backward": (
+                bwd,
+                "s*b*V/t x (4 + 10/8) B (saved fp32 log_softmax, one chunk's gradients)",
+                f"{el:,} x {CHUNKED_CE_BACKWARD_BYTES} B = {bwd:,} B",
+            ),
+        }
+    h = ts.arch.hidden_size
+    hid_b = ts.fmt.compute_bytes if ts.adapters else ts.recipe.residual_bytes
+    chunk = min(tokens, _next_pow2(-(-tokens // -(-vocab_local // h))))
+    grad_in = tokens * h * hid_b
+    grad_w = vocab_local * h * ts.recipe.weight_bytes if ts.full else 0
+    chunk_b = chunk * vocab_local * LIGER_CHUNK_LOGIT_BYTES
+    fwd = grad_in + grad_w + chunk_b
+    return {
+        "end_of_forward": (
+            fwd,
+            "grad_input (s*b x h) + grad_weight (V/t x h, when the head trains) + one chunk of logits",
+            f"{grad_in:,} + {grad_w:,} + {chunk:,} x {vocab_local:,} x {LIGER_CHUNK_LOGIT_BYTES} B = {fwd:,} B",
+        ),
+        "backward": (grad_in + grad_w, "saved grad_input + grad_weight", f"{grad_in + grad_w:,} B"),
+    }
+
+
 def _phased(name: str, label: str, source: str, at: dict, role: str | None, note: str | None = None):
     return PhasedComponent(name, label, cite(source), at, role, note)
 
@@ -70,81 +124,29 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def apply_savers(rs: ResolvedScenario, fp: ModelFootprint) -> ModelFootprint:
-    """The training footprint with the scenario's savers and master-weight wrapper applied."""
+def saver_parts(
+    ts: TrainStep, components: list[PhasedComponent | None], notes: list[str]
+) -> list[PhasedComponent | None]:
+    """The step's components with the scenario's savers, master-weight wrapper and PP schedule applied."""
+    rs = ts.rs
     sc = rs.scenario
-    if not rs.training or rs.recipe is None:
-        return fp
-    parts = list(fp.parts)
-    notes = list(fp.notes)
-    role = parts[0].model_role if parts else None
-    stage = fp.stage
-    last = stage is None or stage.last
+    if rs.recipe is None or ts.model is not rs.model:
+        return components
+    parts: list[PhasedComponent] = [p for p in components if p is not None]
+    role = ts.role
+    stage = ts.stage
+    last = stage.last
     lay = rs.layout
-    tokens = rs.batch * max(1, rs.seq // lay.cp)
-    vocab_local = -(-rs.model.arch.vocab_size // lay.tp)
+    tokens = ts.batch * max(1, ts.seq // lay.cp)
+    phases = ("end_of_forward", "backward", "optimizer_step")
     h = rs.model.arch.hidden_size
 
     def find(name: str) -> int | None:
         return next((i for i, p in enumerate(parts) if p.name == name), None)
 
     ce = sc.cross_entropy or "standard"
-    i = find("logits")
-    if ce != "standard" and i is not None and last:
-        el = tokens * vocab_local
-        if ce == "chunked":
-            fwd = round(CHUNKED_CE_FORWARD_BYTES * el)
-            bwd = round(CHUNKED_CE_BACKWARD_BYTES * el)
-            at = {
-                "end_of_forward": (
-                    fwd,
-                    "s*b*V/t x (2 + 4 + 4/8) B (16-bit logits, fp32 log_softmax per chunk, one fp32 chunk)",
-                    f"{el:,} x {CHUNKED_CE_FORWARD_BYTES} B = {fwd:,} B",
-                ),
-            }
-            if "backward" in parts[i].at:
-                at["backward"] = (
-                    bwd,
-                    "s*b*V/t x (4 + 10/8) B (saved fp32 log_softmax, one chunk's gradients)",
-                    f"{el:,} x {CHUNKED_CE_BACKWARD_BYTES} B = {bwd:,} B",
-                )
-            parts[i] = replace(
-                parts[i], label="logits and loss (chunked CE)", source=SAVER_SOURCES[ce], at=at
-            )
-        else:
-            hid_b = rs.recipe.residual_bytes if not rs.adapters else rs.weight_format.compute_bytes
-            chunk = _next_pow2(-(-tokens // -(-vocab_local // h)))
-            chunk = min(chunk, tokens)
-            grad_in = tokens * h * hid_b
-            head_trains = not rs.adapters and (
-                rs.trainable is None or rs.trainable.params >= rs.model.params.total
-            )
-            grad_w = vocab_local * h * rs.recipe.weight_bytes if head_trains else 0
-            chunk_b = chunk * vocab_local * LIGER_CHUNK_LOGIT_BYTES
-            fwd = grad_in + grad_w + chunk_b
-            at = {
-                "end_of_forward": (
-                    fwd,
-                    "grad_input (s*b x h) + grad_weight (V/t x h, when the head trains) + one chunk of logits",
-                    f"{grad_in:,} + {grad_w:,} + {chunk:,} x {vocab_local:,} x {LIGER_CHUNK_LOGIT_BYTES} B"
-                    f" = {fwd:,} B",
-                ),
-            }
-            if "backward" in parts[i].at:
-                at["backward"] = (
-                    grad_in + grad_w,
-                    "saved grad_input + grad_weight",
-                    f"{grad_in + grad_w:,} B",
-                )
-            parts[i] = replace(
-                parts[i], label="fused linear CE (no full logits)", source=SAVER_SOURCES[ce], at=at
-            )
-        notes.append(
-            {
-                "chunked": "chunked cross-entropy: the logits are upcast to fp32 one chunk at a time",
-                "fused_linear": "fused linear cross-entropy: the logits are never materialised",
-            }[ce]
-        )
+    if ce in CE_LABELS and last:
+        notes.append(CE_NOTES[ce])
 
     if sc.optimizer_in_backward:
         parts = [p for p in parts if p.name not in ("gradients", "end_of_backward_temporaries")]
@@ -174,8 +176,8 @@ def apply_savers(rs: ResolvedScenario, fp: ModelFootprint) -> ModelFootprint:
             layer_in = (
                 tokens * h * (rs.recipe.residual_bytes if not rs.adapters else rs.weight_format.compute_bytes)
             )
-            n_layers = stage.n_layers if stage else rs.model.params.num_layers
-            in_flight = stage.in_flight if stage else 1
+            n_layers = stage.n_layers
+            in_flight = stage.in_flight
             moved = layer_in * n_layers * in_flight
             at = {}
             for ph, (b, f, s) in p.at.items():
@@ -223,7 +225,7 @@ def apply_savers(rs: ResolvedScenario, fp: ModelFootprint) -> ModelFootprint:
                     SAVER_SOURCES["bf16_optimizer"],
                     {
                         ph: (extra, "P_trainable_local x 4 B", f"{local:,} x 4 B = {extra:,} B")
-                        for ph in fp.phases
+                        for ph in phases
                     },
                     role,
                 )
@@ -245,13 +247,14 @@ def apply_savers(rs: ResolvedScenario, fp: ModelFootprint) -> ModelFootprint:
                     role,
                 )
             )
-    return ModelFootprint(fp.phases, tuple(parts), fp.gpu_role, tuple(notes), fp.stage)
+    return list(parts)
 
 
 def pipeline_microbatches(rs: ResolvedScenario) -> int:
     """Megatron get_num_microbatches: global batch / (micro-batch x DP) when the global batch is stated."""
     sc, lay = rs.scenario, rs.layout
-    if sc.pp_microbatches:
+    filled = any(a.field == "pp_microbatches" for a in rs.assumptions)
+    if sc.pp_microbatches and not (filled and sc.global_batch_size):
         return sc.pp_microbatches
     if sc.global_batch_size:
         return max(1, sc.global_batch_size // max(1, rs.batch * lay.dp))
