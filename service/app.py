@@ -25,6 +25,7 @@ from service.api.agent_pool import ProcessPoolAgent
 from service.api.agent_thread import ThreadedAgent
 from service.api.docs import install_docs
 from service.api.errors import install_error_handlers
+from service.api.operating import install_operating_guards
 from service.api.turns import TurnRunner
 from service.settings import Settings
 from service.store import ConversationStore
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.agent = served
     app.state.runner = runner
 
+    install_operating_guards(app, settings, store)  # body checks, API keys, rate limits (before CORS)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]

@@ -7,11 +7,11 @@ as an assumption, so every default is visible in the answer.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tools.architecture import Architecture
+from tools.architecture import Architecture, reject_bools_for_numbers
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
@@ -33,6 +33,9 @@ QuantMethod = Literal["bnb", "gptq", "awq", "fp8"]
 KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 
+MAX_NAME_CHARS = 200  # model/GPU names and module names: the longest real id is under 100 characters
+MAX_LORA_TARGETS = 64
+
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
 WEIGHT_DTYPES: tuple[str, ...] = WeightDtype.__args__  # type: ignore[attr-defined]
 RECIPES: tuple[str, ...] = PrecisionRecipe.__args__  # type: ignore[attr-defined]
@@ -42,11 +45,14 @@ OPTIMIZERS: tuple[str, ...] = Optimizer.__args__  # type: ignore[attr-defined]
 class Scenario(BaseModel):
     """One question about GPU memory, fully structured."""
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN/Infinity are not numbers of a job: refused, never silently carried into the arithmetic
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     # --- what model -------------------------------------------------------------------------
     model: str | None = Field(
-        default=None, description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)"
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)",
     )
     params: int | None = Field(default=None, gt=0, description="total parameters; filled from the catalog")
     architecture: Architecture | None = Field(
@@ -57,7 +63,11 @@ class Scenario(BaseModel):
     task: Task | None = Field(
         default=None, description="inference, full_finetune, pretrain, freeze, lora, qlora, ppo, grpo, dpo"
     )
-    gpu: str | None = Field(default=None, description="GPU catalog id or alias (a100-80gb, 4090, H20, 910B)")
+    gpu: str | None = Field(
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="GPU catalog id or alias (a100-80gb, 4090, H20, 910B)",
+    )
     num_gpus: int | None = Field(default=None, ge=1, le=100_000)
     batch_size: int | None = Field(
         default=None, ge=1, le=1_000_000, description="micro-batch per data-parallel rank"
@@ -82,7 +92,9 @@ class Scenario(BaseModel):
 
     # --- fine-tuning ----------------------------------------------------------------------------
     lora_rank: int | None = Field(default=None, ge=1, le=65536)
-    lora_targets: list[str] | None = Field(default=None, description="q_proj, v_proj, ... or all-linear")
+    lora_targets: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None = Field(
+        default=None, max_length=MAX_LORA_TARGETS, description="q_proj, v_proj, ... or all-linear"
+    )
     dora: bool = False
     trainable_layers: int | None = Field(
         default=None, ge=0, description="freeze tuning: last N layers trainable"
@@ -119,9 +131,11 @@ class Scenario(BaseModel):
         default=None, ge=1, description="prompts per RL rollout on one rank"
     )
     reward_model: str | None = Field(
-        default=None, description="RL reward model id (defaults to the policy's size)"
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="RL reward model id (defaults to the policy's size)",
     )
-    critic_model: str | None = None
+    critic_model: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
     reference_offload: bool | None = None
 
     # --- verdict ---------------------------------------------------------------------------------
@@ -137,6 +151,12 @@ class Scenario(BaseModel):
     lora_dropout: float | None = None
     warmup_steps: int | None = None
     global_batch_size: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bools_for_numbers(cls, data: object) -> object:
+        """JSON `true` is not a batch size: pydantic's lax mode would take it as 1."""
+        return reject_bools_for_numbers(cls, data)
 
     def merged(self, **changes: Any) -> Scenario:
         """A copy with `changes` applied (follow-up questions, planner candidates)."""

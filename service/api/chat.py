@@ -31,12 +31,14 @@ from service.agent.events import (
 )
 from service.agent.offline.language import detect_language
 from service.agent.render import display_panels
+from service.api.auth import OwnerDep
 from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
 from service.api.streaming import ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
+from tools.errors import quote
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -90,7 +92,8 @@ def turn_events(ev: AgentEvent, display_language: str) -> list[tuple[str, dict[s
 
 
 async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
-    """`meta` at once, then the agent's events; those ready together go out in one write."""
+    """The question stored, `meta`, then the agent's events; those ready together go out in one write."""
+    await runner.begin(turn)  # before `meta`: a conversation id handed out already holds the question
     yield _sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
     # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
     language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
@@ -125,8 +128,11 @@ async def chat(
     body: ChatRequest,
     runner: RunnerDep,
     agent: AgentDep,
+    owner: OwnerDep,
 ) -> EventSourceResponse:
-    turn = await runner.prepare(body.message, conversation_id=body.conversation_id, language=body.language)
+    turn = await runner.prepare(
+        body.message, conversation_id=body.conversation_id, language=body.language, owner=owner
+    )
     return EventSourceResponse(chat_events(runner, turn, agent.name), ping=PING_SECONDS, headers=SSE_HEADERS)
 
 
@@ -159,10 +165,10 @@ async def estimate_display(body: DisplayRequest) -> DisplayResponse:
     response_model=StoredConversation,
     responses={404: ERROR_RESPONSES[404]},
 )
-async def get_conversation(conversation_id: str, store: StoreDep) -> StoredConversation:
-    stored = await store.get(conversation_id)
+async def get_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> StoredConversation:
+    stored = await store.get(conversation_id, owner)
     if stored is None:
-        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")
+        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")
     return stored
 
 
@@ -172,6 +178,6 @@ async def get_conversation(conversation_id: str, store: StoreDep) -> StoredConve
     status_code=204,
     responses={404: ERROR_RESPONSES[404]},
 )
-async def delete_conversation(conversation_id: str, store: StoreDep) -> None:
-    if not await store.delete(conversation_id):
-        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")
+async def delete_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> None:
+    if not await store.delete(conversation_id, owner):
+        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")
