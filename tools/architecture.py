@@ -96,11 +96,11 @@ class Architecture(BaseModel):
     extra_params: int = Field(default=0, ge=0, le=MAX_EXTRA_PARAMS)
     module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
 
-    @model_validator(mode="before")
+    @field_validator("*", mode="before")
     @classmethod
-    def _no_bools_for_numbers(cls, data: object) -> object:
+    def _no_bools_for_numbers(cls, value: object, info: ValidationInfo) -> object:
         """JSON `true` is not a count: pydantic would take it as 1."""
-        return reject_bools_for_numbers(cls, data)
+        return reject_bool_for_number(cls, info.field_name, value)
 
     @field_validator("num_key_value_heads")
     @classmethod
@@ -194,16 +194,13 @@ class Architecture(BaseModel):
         return self.num_hidden_layers - self.num_moe_layers
 
 
-def reject_bools_for_numbers(model: type[BaseModel], data: object) -> object:
+def reject_bool_for_number(model: type[BaseModel], field_name: str | None, value: object) -> object:
     """Raise for a JSON boolean given to an int/float field of `model` (pydantic's lax mode takes `true`
     as 1); other values pass through unchanged for the field's own validation."""
-    if not isinstance(data, dict):
-        return data
-    for name, field in model.model_fields.items():
-        value = data.get(name, data.get(field.alias) if field.alias else None)
-        if isinstance(value, bool) and _numeric(field.annotation):
-            raise ValueError(f"{name}: {str(value).lower()} is a boolean; a number is accepted here")
-    return data
+    field = model.model_fields.get(field_name or "")
+    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+        raise ValueError(f"{str(value).lower()} is a boolean; a number is accepted here")
+    return value
 
 
 def _numeric(annotation: object) -> bool:

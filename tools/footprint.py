@@ -222,7 +222,9 @@ def _format_bytes(model: ModelRef, fmt: WeightFormat, loc: _LocalParams, other_b
             d, m = fmt.linear_bytes(group)
             data += d * scale
             meta += m * scale
-    return round(data) + loc.other * other_bytes, round(meta)
+    # GGUF/EXL2 store norms, output layer and embedding their own way (tools/gguf.py non_linear_bytes)
+    other = fmt.non_linear_bytes(loc) if hasattr(fmt, "non_linear_bytes") else loc.other * other_bytes
+    return round(data) + other, round(meta)
 
 
 def model_footprint(
@@ -722,7 +724,16 @@ def _static_weights(
             )
         return
     data_rate, meta_rate = _rates(fmt)
-    if fmt.quantised:
+    if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/gguf.py)
+        rate = fmt.effective_bpw(decoder_linears(model.params))
+        w_formula = (
+            f"linear weights in {fmt.label}: {rate:.2f} bpw on this model + norms, output layer and "
+            "embedding as the engine stores them"
+        )
+        w_subst = (
+            f"{loc.linear_local:,} linear params x {rate:.2f}/8 B + {loc.other:,} other params = {w:,} B"
+        )
+    elif fmt.quantised:
         w_formula = (
             f"linear weights x {data_rate} ({fmt.name}) + other params (embeddings, LM head, norms) "
             f"x {fmt.compute_bytes} B"
@@ -731,7 +742,8 @@ def _static_weights(
     else:
         w_formula = f"P_local x {data_rate}"
         w_subst = f"{loc.total:,} x {data_rate} = {w:,} B"
-    b.add("weights", f"weights ({fmt.name})", fmt.source, _same(phases, w, w_formula, w_subst))
+    w_label = f"weights ({fmt.label})" if hasattr(fmt, "non_linear_bytes") else f"weights ({fmt.name})"
+    b.add("weights", w_label, fmt.source, _same(phases, w, w_formula, w_subst))
     if meta:
         b.add(
             "quant_metadata",

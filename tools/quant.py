@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tools.architecture import LinearShape
+from tools.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -175,13 +176,17 @@ class GroupwiseIntFormat:
         return text + (" + 4 B per input feature (g_idx)" if self.g_idx else "")
 
 
-WeightFormat = DenseFormat | Fp8Format | BnbInt8Format | Bnb4bitFormat | GroupwiseIntFormat
+WeightFormat = (
+    DenseFormat | Fp8Format | BnbInt8Format | Bnb4bitFormat | GroupwiseIntFormat | GgufFormat | Exl2Format
+)
 
 FP32 = DenseFormat("fp32", 4, label="fp32")
 BF16 = DenseFormat("bf16", 2, label="bf16")
 FP16 = DenseFormat("fp16", 2, label="fp16")
 DENSE_FORMATS: dict[str, DenseFormat] = {"fp32": FP32, "bf16": BF16, "fp16": FP16}
-QUANTISED_DTYPES = ("fp8", "int8", "int4", "nf4")
+QUANTISED_DTYPES = ("fp8", "int8", "int4", "nf4", *GGUF_DTYPES, "exl2")
+# formats only an inference engine reads (llama.cpp/ollama GGUF, ExLlamaV2 EXL2), with the method they imply
+INFERENCE_ONLY_METHOD: dict[str, str] = {**dict.fromkeys(GGUF_DTYPES, "gguf"), "exl2": "exl2"}
 
 
 def weight_format(
@@ -190,8 +195,14 @@ def weight_format(
     *,
     group_size: int | None = None,
     double_quant: bool = True,
+    bits: float | None = None,
 ) -> WeightFormat:
-    """The storage format for `weight_dtype` stored by `quant_method` (already validated)."""
+    """The storage format for `weight_dtype` stored by `quant_method` (already validated);
+    `bits` is the stated bits per weight of an EXL2 quant."""
+    if weight_dtype in GGUF_DTYPES:
+        return GgufFormat(weight_dtype)
+    if weight_dtype == "exl2":
+        return Exl2Format(bits or 4.0)
     if weight_dtype in DENSE_FORMATS:
         return DENSE_FORMATS[weight_dtype]
     if weight_dtype == "fp8":

@@ -379,7 +379,11 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
             "double_quant", True, "the QLoRA paper's recipe (bnb_4bit_use_double_quant=True)"
         )
     wformat = weight_format(
-        weight_dtype, quant_method, group_size=sc.quant_group_size, double_quant=bool(double_quant)
+        weight_dtype,
+        quant_method,
+        group_size=sc.quant_group_size,
+        double_quant=bool(double_quant),
+        bits=sc.weight_bits,
     )
 
     recipe: Recipe | None = None

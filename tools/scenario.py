@@ -1,6 +1,6 @@
 """Scenario: the input of the estimator tool, and what an agent must produce.
 
-Field names and meanings are fixed by ../shared/CONTRACT.md; extensions are additive.
+Field names and meanings are fixed by docs/reference.md; extensions are additive.
 `None` means "not stated by the user": the estimator fills a default and records it
 as an assumption, so every default is visible in the answer.
 """
@@ -9,12 +9,50 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from tools.architecture import Architecture, reject_bools_for_numbers
+from tools.architecture import Architecture, reject_bool_for_number
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
-WeightDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
+WeightDtype = Literal[
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "int8",
+    "int4",
+    "nf4",
+    # llama.cpp GGUF file types (tools/gguf.py: per-tensor ggml block mixes)
+    "q8_0",
+    "q6_k",
+    "q5_k_m",
+    "q5_k_s",
+    "q5_1",
+    "q5_0",
+    "q4_k_m",
+    "q4_k_s",
+    "q4_1",
+    "q4_0",
+    "iq4_nl",
+    "iq4_xs",
+    "q3_k_l",
+    "q3_k_m",
+    "q3_k_s",
+    "iq3_m",
+    "iq3_s",
+    "iq3_xs",
+    "iq3_xxs",
+    "q2_k",
+    "q2_k_s",
+    "iq2_m",
+    "iq2_s",
+    "iq2_xs",
+    "iq2_xxs",
+    "iq1_m",
+    "iq1_s",
+    # ExLlamaV2 at `weight_bits` average bits per weight
+    "exl2",
+]
 PrecisionRecipe = Literal["fp32", "amp", "mixed", "megatron", "bf16"]
 Optimizer = Literal[
     "adamw",
@@ -29,7 +67,7 @@ Optimizer = Literal[
 ]
 AttentionImpl = Literal["flash", "eager"]
 Recompute = Literal["none", "full", "selective"]
-QuantMethod = Literal["bnb", "gptq", "awq", "fp8"]
+QuantMethod = Literal["bnb", "gptq", "awq", "fp8", "gguf", "exl2"]
 KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 
@@ -88,6 +126,9 @@ class Scenario(BaseModel):
     )
     double_quant: bool | None = Field(
         default=None, description="QLoRA double quantisation of the absmax constants"
+    )
+    weight_bits: float | None = Field(
+        default=None, gt=1.0, le=8.5, description="EXL2 average bits per weight (4.65)"
     )
 
     # --- fine-tuning ----------------------------------------------------------------------------
@@ -152,11 +193,38 @@ class Scenario(BaseModel):
     warmup_steps: int | None = None
     global_batch_size: int | None = Field(default=None, ge=1)
 
-    @model_validator(mode="before")
+    @field_validator("*", mode="before")
     @classmethod
-    def _no_bools_for_numbers(cls, data: object) -> object:
+    def _no_bools_for_numbers(cls, value: object, info: ValidationInfo) -> object:
         """JSON `true` is not a batch size: pydantic's lax mode would take it as 1."""
-        return reject_bools_for_numbers(cls, data)
+        return reject_bool_for_number(cls, info.field_name, value)
+
+    @model_validator(mode="after")
+    def _inference_formats(self) -> Scenario:
+        """GGUF and EXL2 name their own storage: the method follows from the dtype."""
+        from tools.gguf import GGUF_DTYPES
+
+        dtype = self.weight_dtype
+        if dtype in GGUF_DTYPES or dtype == "exl2":
+            method = "gguf" if dtype in GGUF_DTYPES else "exl2"
+            if self.quant_method is None:
+                self.quant_method = method
+            elif self.quant_method != method:
+                raise ValueError(f"weight_dtype {dtype} is stored by {method}, not {self.quant_method}")
+            if dtype == "exl2" and self.weight_bits is None:
+                raise ValueError(
+                    "weight_dtype exl2 needs weight_bits, the average bits per weight (e.g. 4.65)"
+                )
+            if self.task not in (None, "inference"):
+                raise ValueError(
+                    f"{dtype} is an inference format (llama.cpp/ollama GGUF, ExLlamaV2 EXL2); "
+                    "train from the 16-bit checkpoint (lora) or a bitsandbytes 4-bit base (qlora)"
+                )
+        elif self.quant_method in ("gguf", "exl2"):
+            raise ValueError(
+                f"quant_method {self.quant_method} needs a GGUF file type or exl2 as weight_dtype"
+            )
+        return self
 
     def merged(self, **changes: Any) -> Scenario:
         """A copy with `changes` applied (follow-up questions, planner candidates)."""

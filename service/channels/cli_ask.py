@@ -1,7 +1,7 @@
 """`vramwise ask "QUESTION" [--json] [--offline] [--language en|zh]`.
 
 Streams the answer to the terminal as tokens arrive; `--json` prints one Answer object
-(../shared/CONTRACT.md). Bad input: exit code 2 and one line on stderr, never a traceback.
+(docs/reference.md). Bad input: exit code 2 and one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
