@@ -98,6 +98,14 @@ def validation_error(exc: RequestValidationError) -> ApiError:
             return malformed(str(ctx.get("error", "invalid JSON")))
     if not errors:
         return ApiError(422, "invalid request", field="body", code="invalid_request")
+    if (
+        len(errors) == 1
+        and errors[0].get("type") == "missing"
+        and tuple(errors[0].get("loc", ())) == ("body",)
+    ):
+        return ApiError(
+            422, "the request body is empty", field="body", accepted=JSON_ACCEPTED, code="invalid_request"
+        )
     problems = [f"{_loc_to_field(e.get('loc', ()))}: {e.get('msg', 'invalid value')}" for e in errors[:5]]
     if len(errors) > 5:
         problems.append(f"and {len(errors) - 5} more")

@@ -10,12 +10,22 @@ from fastapi import FastAPI
 from service.api.auth import ApiKeyMiddleware, parse_keys
 from service.api.bodies import BodyGuardMiddleware
 from service.api.ratelimit import RateLimitMiddleware, StreamCapMiddleware, parse_rate
+from service.api.schemas import declare_message_bounds
 from service.settings import Settings
 from service.store import ConversationStore
 
 
 def install_operating_guards(app: FastAPI, settings: Settings, store: ConversationStore) -> None:
-    """Add the middlewares (Starlette: the last added runs first)."""
+    """Add the middlewares (Starlette: the last added runs first); the OpenAPI document states the
+    question's configured bounds."""
+    build_openapi = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = declare_message_bounds(build_openapi(), settings.max_message_chars)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes)
     if settings.max_streams_per_client:
         app.add_middleware(StreamCapMiddleware, limit=settings.max_streams_per_client)

@@ -76,23 +76,54 @@ class Readiness(BaseModel):
 
 
 def sse_doc(description: str, events: dict[str, str]) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entry for a Server-Sent-Events route."""
+    """OpenAPI `responses` entry for a Server-Sent-Events route: `text/event-stream`, its event names
+    (OpenAPI 3.2's `itemSchema` for one event: `event` is one of the names, `data` a JSON text)."""
     lines = "\n".join(f"- `{name}`: {what}" for name, what in events.items())
+    item: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "data": {"type": "string", "contentMediaType": "application/json"},
+            "id": {"type": "string"},
+            "retry": {"type": "integer", "minimum": 0},
+        },
+        "required": ["data"],
+    }
+    if events:
+        item["properties"]["event"] = {"type": "string", "enum": list(events)}
+        item["required"] = ["event", "data"]
     return {
         200: {
             "description": f"{description}\n\n{lines}",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {
+                "text/event-stream": {
+                    "schema": {
+                        "type": "string",
+                        "description": "a stream of Server-Sent Events"
+                        + (f": {', '.join(events)}" if events else ""),
+                    },
+                    "itemSchema": item,
+                }
+            },
         }
     }
 
 
+def declare_message_bounds(openapi: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """The question's bounds in the OpenAPI document: 1 to `max_chars` characters, not blank (the limit
+    is a setting, so it is written when the document is built)."""
+    props = openapi.get("components", {}).get("schemas", {}).get("ChatRequest", {}).get("properties", {})
+    if "message" in props:
+        props["message"].update({"minLength": 1, "maxLength": max_chars, "pattern": r"\S"})
+    return openapi
+
+
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "malformed JSON"},
+    400: {"model": ErrorBody, "description": "malformed JSON (also NaN/Infinity, lone surrogates)"},
     404: {"model": ErrorBody, "description": "unknown conversation id"},
     422: {"model": ErrorBody, "description": "invalid field, empty or oversized message, bad scenario"},
 }
 OPENAI_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": OpenAIErrorBody, "description": "malformed JSON"},
+    400: {"model": OpenAIErrorBody, "description": "malformed JSON (also NaN/Infinity, lone surrogates)"},
     404: {"model": OpenAIErrorBody, "description": "unknown model or conversation id"},
     422: {"model": OpenAIErrorBody, "description": "invalid request"},
 }
