@@ -150,7 +150,7 @@ class DisplayResponse(BaseModel):
     "/v1/display",
     summary="A scenario's estimate with its panel texts in a language (the chat page's restored turns)",
     response_model=DisplayResponse,
-    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+    responses={code: ERROR_RESPONSES[code] for code in (400, 413, 415, 422)},
 )
 async def estimate_display(body: DisplayRequest) -> DisplayResponse:
     from tools.estimator import estimate

@@ -70,7 +70,8 @@ class ChatCompletionRequest(BaseModel):
         },
     )
 
-    model: str = Field(description="must be `vramwise`")
+    # the schema names the one model served; any other name is still read, and answered with a 404
+    model: str = Field(description="must be `vramwise`", json_schema_extra={"enum": [MODEL_ID]})
     messages: list[ChatMessage] = Field(min_length=1, description="the last user message is the question")
     stream: bool = False
     user: str | None = Field(
@@ -179,16 +180,39 @@ async def _prepare(req: ChatCompletionRequest, runner: TurnRunner, owner: str | 
 
 
 # ---- routes ---------------------------------------------------------------------------------------
+_CONVERSATION = "#/paths/~1v1~1conversations~1{conversation_id}"
+# OpenAPI links: the conversation a completion answered in can be read, continued and forgotten
+CONVERSATION_LINKS = {
+    "GetConversation": {
+        "operationRef": f"{_CONVERSATION}/get",
+        "parameters": {"conversation_id": "$response.body#/conversation_id"},
+    },
+    "DeleteConversation": {
+        "operationRef": f"{_CONVERSATION}/delete",
+        "parameters": {"conversation_id": "$response.body#/conversation_id"},
+    },
+    "ContinueConversation": {
+        "operationRef": "#/paths/~1v1~1chat~1completions/post",
+        "requestBody": {
+            "model": "vramwise",
+            "conversation_id": "$response.body#/conversation_id",
+            "messages": [{"role": "user", "content": "What about an A100 80GB?"}],
+        },
+    },
+}
 @router.post(
     "/v1/chat/completions",
     summary="OpenAI-compatible chat completion (model `vramwise`), streaming or not",
     response_model=ChatCompletion,
     responses={
-        **sse_doc(
-            "With `stream: true`: `chat.completion.chunk` objects as `data:` lines, then `data: [DONE]`. "
-            "Otherwise one `chat.completion` object.",
-            {},
-        ),
+        200: {
+            **sse_doc(
+                "With `stream: true`: `chat.completion.chunk` objects as `data:` lines, then `data: [DONE]`. "
+                "Otherwise one `chat.completion` object.",
+                {},
+            )[200],
+            "links": CONVERSATION_LINKS,
+        },
         **OPENAI_ERROR_RESPONSES,
     },
 )

@@ -96,10 +96,13 @@ def sse_doc(description: str, events: dict[str, str]) -> dict[int | str, dict[st
             "description": f"{description}\n\n{lines}",
             "content": {
                 "text/event-stream": {
+                    # OpenAPI 3.2: `schema` covers the whole stream read as a list of events,
+                    # `itemSchema` one event
                     "schema": {
-                        "type": "string",
+                        "type": "array",
                         "description": "a stream of Server-Sent Events"
                         + (f": {', '.join(events)}" if events else ""),
+                        "items": item,
                     },
                     "itemSchema": item,
                 }
@@ -120,10 +123,14 @@ def declare_message_bounds(openapi: dict[str, Any], max_chars: int) -> dict[str,
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "malformed JSON (also NaN/Infinity, lone surrogates)"},
     404: {"model": ErrorBody, "description": "unknown conversation id"},
+    413: {"model": ErrorBody, "description": "request body over the limit (VRAMWISE_MAX_BODY_BYTES)"},
+    415: {"model": ErrorBody, "description": "request body that is not application/json"},
     422: {"model": ErrorBody, "description": "invalid field, empty or oversized message, bad scenario"},
 }
 OPENAI_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": OpenAIErrorBody, "description": "malformed JSON (also NaN/Infinity, lone surrogates)"},
     404: {"model": OpenAIErrorBody, "description": "unknown model or conversation id"},
+    413: {"model": OpenAIErrorBody, "description": "request body over the limit (VRAMWISE_MAX_BODY_BYTES)"},
+    415: {"model": OpenAIErrorBody, "description": "request body that is not application/json"},
     422: {"model": OpenAIErrorBody, "description": "invalid request"},
 }
