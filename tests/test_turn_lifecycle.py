@@ -18,9 +18,10 @@ from fastapi.testclient import TestClient
 from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, Answer, DoneEvent, Language, TokenEvent
 from service.app import create_app
+from tests.pg_support import postgres_server
 from tests.service_support import live_server, offline_settings, parse_sse, reset_sse_exit_flag
 
-__all__ = ["reset_sse_exit_flag"]  # autouse fixture
+__all__ = ["postgres_server", "reset_sse_exit_flag"]  # fixtures
 
 QUESTION = "Can I run Llama-2-7B inference on one RTX 4090?"
 MISSING_MODEL = "How much memory does inference need on a 4090?"  # no model: the agent says what it needs
@@ -240,5 +241,95 @@ async def test_a_database_from_before_turn_status_gains_the_column(tmp_path: Pat
         ]
         state = await store.load_state("old")
         assert state is not None and [t.content for t in state.turns] == ["q", "a"]
+    finally:
+        await store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'store.sqlite3'}"
+    return request.getfixturevalue("postgres_server").new_database()
+
+
+async def test_store_turn_lifecycle_on_both_databases(store_url: str) -> None:
+    """begin -> finish (done / error / interrupted), only answered turns are history, a finish after a
+    delete brings nothing back, and an interrupted mark never overwrites a finished turn."""
+    from service.store import ConversationStore
+    from tools.scenario import Scenario
+
+    store = ConversationStore(store_url)
+    await store.open()
+    try:
+        on_4090 = Scenario(model="llama-2-7b", task="inference", gpu="4090")
+        t1 = await store.begin_turn("c1", "q1", "en", owner="alice")
+        t2 = await store.begin_turn("c1", "q2", "zh", owner="alice")
+        stored = await store.get("c1")
+        assert stored is not None and [t.status for t in stored.turns] == ["in_progress", "in_progress"]
+        await store.finish_turn(
+            t1, "c1", answer="a1", status="done", language="en", agent="offline", scenario=on_4090
+        )
+        await store.finish_turn(t2, "c1", answer="no model given", status="error", agent="offline")
+        store.finish_turn_soon(t1, "c1", "interrupted")  # late: must not undo the answer
+        t3 = await store.begin_turn("c1", "q3", "en", owner="alice")
+        store.finish_turn_soon(t3, "c1", "interrupted")
+        await store.finish_turn(await store.begin_turn("c9", "x", "en"), "c9", answer="y", status="done")
+        stored = await store.get("c1", "alice")
+        assert stored is not None
+        assert [(t.question, t.answer, t.status) for t in stored.turns] == [
+            ("q1", "a1", "done"),
+            ("q2", "no model given", "error"),
+            ("q3", "", "interrupted"),
+        ]
+        assert stored.scenario == on_4090
+        assert await store.get("c1", "bob") is None and await store.load_state("c1", "bob") is None
+        state = await store.load_state("c1", "alice")
+        assert state is not None and [t.content for t in state.turns] == ["q1", "a1"]
+
+        t4 = await store.begin_turn("c2", "q", "en")
+        assert await store.delete("c2")
+        await store.finish_turn(t4, "c2", answer="late answer", status="done", scenario=on_4090)
+        assert await store.get("c2") is None and await store.load_state("c2") is None
+    finally:
+        await store.close()
+
+
+async def test_old_postgres_schema_gains_the_new_columns(postgres_server) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from service.store import ConversationStore
+
+    url = postgres_server.new_database()
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "CREATE TABLE conversations (id VARCHAR(200) PRIMARY KEY, language VARCHAR(8), scenario_json TEXT,"
+                " created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)"
+            )
+        )
+        await conn.execute(
+            text(
+                "CREATE TABLE turns (id SERIAL PRIMARY KEY, conversation_id VARCHAR(200) REFERENCES"
+                " conversations(id) ON DELETE CASCADE, question TEXT, answer TEXT, language VARCHAR(8),"
+                " agent VARCHAR(40), scenario_json TEXT, created_at TIMESTAMPTZ)"
+            )
+        )
+        await conn.execute(text("INSERT INTO conversations VALUES ('old', 'en', NULL, now(), now())"))
+        await conn.execute(
+            text(
+                "INSERT INTO turns (conversation_id, question, answer, language, agent, created_at)"
+                " VALUES ('old', 'q', 'a', 'en', 'offline', now())"
+            )
+        )
+    await engine.dispose()
+    store = ConversationStore(url)
+    await store.open()
+    try:
+        stored = await store.get("old")
+        assert stored is not None and [(t.question, t.status) for t in stored.turns] == [("q", "done")]
+        await store.begin_turn("old", "q2", "en")
+        assert [t.status for t in (await store.get("old")).turns] == ["done", "in_progress"]  # type: ignore[union-attr]
     finally:
         await store.close()
