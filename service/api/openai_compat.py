@@ -200,6 +200,8 @@ CONVERSATION_LINKS = {
         },
     },
 }
+
+
 @router.post(
     "/v1/chat/completions",
     summary="OpenAI-compatible chat completion (model `vramwise`), streaming or not",
