@@ -32,7 +32,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import String, Text, bindparam, delete, event, func, insert, inspect, select, text, update
+from sqlalchemy import (
+    String,
+    Text,
+    and_,
+    bindparam,
+    case,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
@@ -765,14 +779,26 @@ class ConversationStore:
         raise AssertionError("unreachable")
 
     async def _commit_finishes(self, turns: list[_PendingTurn]) -> list[int | None]:
-        """One transaction: the turns' answers and statuses, then their conversations' scenario, language
-        and time, only where the turn (and so its conversation) still exists."""
+        """One transaction: the conversations' rows locked (id order, as every writer does, so no deadlock),
+        the turns' answers and statuses, then each conversation's time, and its language and scenario from
+        its newest answered turn (by turn id, i.e. question order, whichever answer finished last), only
+        where the turn (and so its conversation) still exists."""
         assert self._engine is not None
-        final = [t for t in turns if t.status != "interrupted"]
+        final = sorted(
+            (t for t in turns if t.status != "interrupted"), key=lambda t: (t.conversation_id, t.turn_id)
+        )
         cut = [t for t in turns if t.status == "interrupted"]
         by_id = _TURNS.c.id == bindparam("tid")
         async with self._engine.begin() as conn:
             if final:
+                # the lock first, in its own statement: under READ COMMITTED the statements after it see
+                # what another replica committed for these conversations while this one waited
+                await conn.execute(
+                    select(_CONVERSATIONS.c.id)
+                    .where(_CONVERSATIONS.c.id.in_(sorted({t.conversation_id for t in final})))
+                    .order_by(_CONVERSATIONS.c.id)
+                    .with_for_update()
+                )
                 await conn.execute(
                     update(_TURNS)
                     .where(by_id)
@@ -795,7 +821,28 @@ class ConversationStore:
                         for t in final
                     ],
                 )
-                latest = {t.conversation_id: t for t in final}
+                later = _TURNS.alias("later")
+                newer_answered = (
+                    select(later.c.id)
+                    .where(
+                        later.c.conversation_id == bindparam("cid"),
+                        later.c.id > bindparam("tid"),
+                        later.c.status == "done",
+                    )
+                    .exists()
+                )
+                newer_scenario = (
+                    select(later.c.id)
+                    .where(
+                        later.c.conversation_id == bindparam("cid"),
+                        later.c.id > bindparam("tid"),
+                        later.c.status == "done",
+                        later.c.scenario_json.is_not(None),
+                    )
+                    .exists()
+                )
+                lang = bindparam("lang", type_=String)
+                scn = bindparam("scn", type_=Text)
                 await conn.execute(
                     update(_CONVERSATIONS)
                     .where(
@@ -804,20 +851,23 @@ class ConversationStore:
                     )
                     .values(
                         updated_at=bindparam("at"),
-                        language=func.coalesce(bindparam("lang", type_=String), _CONVERSATIONS.c.language),
-                        scenario_json=func.coalesce(
-                            bindparam("scn", type_=Text), _CONVERSATIONS.c.scenario_json
+                        language=case(
+                            (and_(lang.is_not(None), ~newer_answered), lang), else_=_CONVERSATIONS.c.language
+                        ),
+                        scenario_json=case(
+                            (and_(scn.is_not(None), ~newer_scenario), scn),
+                            else_=_CONVERSATIONS.c.scenario_json,
                         ),
                     ),
                     [
                         {
-                            "cid": cid,
+                            "cid": t.conversation_id,
                             "tid": t.turn_id,
                             "at": t.at,
                             "lang": t.language or None,
                             "scn": t.scenario_json,
                         }
-                        for cid, t in sorted(latest.items())
+                        for t in final  # in turn order: within this batch too, the newest answer wins
                     ],
                 )
             if cut:
@@ -926,7 +976,8 @@ class ConversationStore:
         if not _storable_id(conversation_id):
             return False
         async with self._session() as session, session.begin():
-            row = await session.get(ConversationRow, conversation_id)
+            # the conversation's row first, locked, as every writer takes it (then its turns): no deadlock
+            row = await session.get(ConversationRow, conversation_id, with_for_update=True)
             if row is None or not visible(row.owner, owner):
                 return False
             await session.execute(delete(TurnRow).where(TurnRow.conversation_id == conversation_id))

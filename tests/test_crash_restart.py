@@ -27,7 +27,7 @@ __all__ = ["postgres_server"]  # fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Can I fully fine-tune Llama-2-7B on one A100 80GB?"
-FOLLOW_UP = "What about LoRA instead?"
+FOLLOW_UP = "And Llama-2-13B with LoRA on one A100 80GB?"  # self-contained: the first answer was cut off
 START_TIMEOUT_S = 60
 
 
