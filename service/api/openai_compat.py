@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 
 from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
@@ -29,7 +29,7 @@ from service.api.auth import OwnerDep
 from service.api.deps import RunnerDep
 from service.api.errors import ApiError
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
-from service.api.streaming import ready_batches
+from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from tools.errors import quote
 
@@ -38,6 +38,7 @@ router = APIRouter(tags=["openai-compatible"])
 MODEL_ID = "vramwise"
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: a fixed date for the model object
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+CHUNK_SECONDS = 0.05  # deltas arriving within this of a batch's first one go out with it (one write)
 
 
 # ---- wire models (OpenAI's chat completion format) --------------------------------------------------
@@ -220,14 +221,12 @@ CONVERSATION_LINKS = {
 )
 async def chat_completions(
     req: ChatCompletionRequest, runner: RunnerDep, owner: OwnerDep
-) -> ChatCompletion | EventSourceResponse:
+) -> ChatCompletion | EventStream:
     turn = await _prepare(req, runner, owner)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if req.stream:
-        return EventSourceResponse(
-            _chunks(runner, turn, completion_id, created), ping=15, headers=SSE_HEADERS
-        )
+        return EventStream(_chunks(runner, turn, completion_id, created), ping_s=15, headers=SSE_HEADERS)
     text = ""
     await runner.begin(turn)
     async for ev in runner.run(turn):
@@ -266,7 +265,7 @@ async def _chunks(
     await runner.begin(turn)  # the question is stored before the first chunk
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
-    async for batch in ready_batches(runner.run(turn)):
+    async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
             if isinstance(ev, TokenEvent) and ev.text:
