@@ -63,6 +63,14 @@ def _breakdown(arch: Architecture) -> ParamBreakdown:
     return count_params(arch)
 
 
+def _size_text(params: int) -> str:
+    """A parameter count as a bare size the catalog reads: '7B', never an exponent ('1e-09B', '1e+06B')."""
+    if params < 10**6:
+        return f"{params / 1e3:g}k"
+    billions = f"{params / 1e9:g}"
+    return f"{billions if 'e' not in billions else f'{params / 1e9:f}'.rstrip('0').rstrip('.')}B"
+
+
 def resolve_model_ref(
     model: str | None, params: int | None, architecture: Architecture | None
 ) -> tuple[ModelRef, list[Assumption], list[str]]:
@@ -78,7 +86,15 @@ def resolve_model_ref(
         if assumed:
             assumptions.append(Assumption(field="model", value=ref.id, reason=assumed))
     elif params:
-        ref, assumed = _catalog_model(f"{params / 1e9:g}B")
+        try:
+            ref, assumed = _catalog_model(_size_text(params))
+        except ScenarioError as err:  # no catalog architecture near that size: say so about `params`
+            raise ScenarioError(
+                "params",
+                f"{err.message}; with params alone the catalog architecture nearest in size is used",
+                accepted="params near a real model size (e.g. 7000000000), or model / architecture with it",
+                suggestions=err.suggestions,
+            ) from None
         assumptions.append(
             Assumption(
                 field="model",
