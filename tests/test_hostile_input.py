@@ -206,6 +206,8 @@ def test_openapi_declares_message_bounds_and_the_event_stream(client: TestClient
     assert list(ok) == ["text/event-stream"]
     events = ok["text/event-stream"]["itemSchema"]["properties"]["event"]["enum"]
     assert events == ["meta", "scenario", "estimate", "display", "token", "notice", "done", "error"]
+    for code in ("400", "413", "415", "422"):  # the errors of the event-stream route are JSON
+        assert list(spec["paths"]["/v1/chat"]["post"]["responses"][code]["content"]) == ["application/json"]
     completions = spec["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]
     assert set(completions) == {"application/json", "text/event-stream"}
     for code in ("400", "422"):

@@ -41,7 +41,8 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path: Pa
     summary = out[out.rfind("SUMMARY") :]
     print(summary)
     assert run.returncode == 0, out[-6000:]
-    assert "Selected: 12/12" in summary and "Tested: 12" in summary, summary
+    operations = sum(len(item) for item in create_app(settings).openapi()["paths"].values())
+    assert f"Selected: {operations}/{operations}" in summary and f"Tested: {operations}" in summary, summary
     for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
         assert f"✅ {phase}" in summary, summary
     cases = re.search(r"(\d+) generated, (\d+) passed", summary)

@@ -24,7 +24,7 @@ from service.agent.render import display_panels
 from service.api.auth import OwnerDep
 from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
-from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
+from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_responses, sse_doc
 from service.api.sse_wire import sse, turn_frames
 from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
@@ -70,7 +70,7 @@ async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -
                 "error": "{error, field, accepted, suggestions}: what was wrong and what is accepted",
             },
         ),
-        **ERROR_RESPONSES,
+        **json_error_responses(400, 404, 413, 415, 422),
     },
 )
 async def chat(

@@ -134,3 +134,15 @@ OPENAI_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     415: {"model": OpenAIErrorBody, "description": "request body that is not application/json"},
     422: {"model": OpenAIErrorBody, "description": "invalid request"},
 }
+
+
+def json_error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """ERROR_RESPONSES entries with their media type stated: on a route whose response class is an event
+    stream, FastAPI would otherwise document its JSON error bodies as `text/event-stream`."""
+    return {
+        code: {
+            "description": ERROR_RESPONSES[code]["description"],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        }
+        for code in codes
+    }
