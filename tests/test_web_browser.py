@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -263,7 +264,12 @@ def test_an_interrupted_turn_can_be_asked_again(page, base_url: str, web_db: Pat
         cid = json.loads(next(line for line in resp.iter_lines() if line.startswith("data:"))[5:])[
             "conversation_id"
         ]
-    # the offline agent may have finished before the drop: mark the stored turn as a cut-off one would be
+    # the offline agent may finish after the drop: wait until the turn is settled, then mark it as a
+    # cut-off one would be
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{base_url}/v1/conversations/{cid}").json()["turns"][0]["status"] == "in_progress":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     with sqlite3.connect(web_db) as conn:
         conn.execute("UPDATE turns SET status = 'interrupted', answer = '' WHERE conversation_id = ?", (cid,))
     page.goto(base_url + "/")
