@@ -75,6 +75,10 @@ MAX_NAME_CHARS = 200  # model/GPU names and module names: the longest real id is
 MAX_LORA_TARGETS = 64
 
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
+# The task families every layer branches on (resolve, planner, parser): defined once, here.
+TRAINING_TASKS: frozenset[str] = frozenset(t for t in TASKS if t != "inference")
+RL_TASKS: frozenset[str] = frozenset({"ppo", "grpo", "dpo"})
+ADAPTER_TASKS: frozenset[str] = frozenset({"lora", "qlora"})
 WEIGHT_DTYPES: tuple[str, ...] = WeightDtype.__args__  # type: ignore[attr-defined]
 RECIPES: tuple[str, ...] = PrecisionRecipe.__args__  # type: ignore[attr-defined]
 OPTIMIZERS: tuple[str, ...] = Optimizer.__args__  # type: ignore[attr-defined]
