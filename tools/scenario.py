@@ -70,6 +70,9 @@ Recompute = Literal["none", "full", "selective"]
 QuantMethod = Literal["bnb", "gptq", "awq", "fp8", "gguf", "exl2"]
 KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
+ServingEngine = Literal["transformers", "vllm", "sglang", "llama.cpp", "ollama"]
+CrossEntropyImpl = Literal["standard", "chunked", "fused_linear"]
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
 
 MAX_NAME_CHARS = 200  # model/GPU names and module names: the longest real id is under 100 characters
 MAX_LORA_TARGETS = 64
@@ -164,12 +167,45 @@ class Scenario(BaseModel):
     pp_microbatches: int | None = Field(
         default=None, ge=1, description="micro-batches per step under PP (1F1B)"
     )
+    pp_schedule: PipelineSchedule | None = Field(
+        default=None, description="1f1b (Megatron default), interleaved (virtual stages), gpipe"
+    )
+    pp_virtual_stages: int | None = Field(
+        default=None, ge=1, description="model chunks per PP rank under the interleaved schedule"
+    )
+
+    # --- memory savers ----------------------------------------------------------------------------
+    activation_offloading: bool | None = Field(
+        default=None,
+        description="saved activations copied to CPU (torchtune enable_activation_offloading, unsloth)",
+    )
+    cross_entropy: CrossEntropyImpl | None = Field(
+        default=None,
+        description="standard (HF fp32 logits), chunked (torchtune CEWithChunkedOutputLoss), "
+        "fused_linear (Liger fused linear cross-entropy)",
+    )
+    optimizer_in_backward: bool | None = Field(
+        default=None, description="optimizer step per parameter in backward (torchtune optimizer_in_bwd)"
+    )
+    packing: bool | None = Field(default=None, description="sample packing into seq_len-token rows")
+    fp8_training: bool | None = Field(default=None, description="torchao float8 linears (H100-class)")
 
     # --- inference / serving / RL --------------------------------------------------------------
     kv_dtype: KvDtype | None = None
     max_new_tokens: int | None = Field(default=None, ge=0)
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0.0, le=1.0, description="vLLM-style reservation"
+    )
+    engine: ServingEngine | None = Field(
+        default=None,
+        description="serving engine whose memory model applies: transformers (HF generate), vllm, sglang, "
+        "llama.cpp, ollama",
+    )
+    images: int | None = Field(
+        default=None, ge=0, le=10_000, description="images per sequence (vision-language models)"
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, description="vLLM tokens per scheduler step (SGLang chunked_prefill_size)"
     )
     num_generations: int | None = Field(default=None, ge=1, description="GRPO samples per prompt")
     rollout_batch_size: int | None = Field(

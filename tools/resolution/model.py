@@ -64,10 +64,8 @@ def _breakdown(arch: Architecture) -> ParamBreakdown:
     return count_params(arch)
 
 
-def _size_text(params: int) -> str:
-    """A parameter count as a bare size the catalog reads: '7B', never an exponent ('1e-09B', '1e+06B')."""
-    if params < 10**6:
-        return f"{params / 1e3:g}k"
+def _size_label(params: int) -> str:
+    """'7B', '1.5B', '2000B': the count in billions, never with an exponent ('1e+06B' is no size)."""
     billions = f"{params / 1e9:g}"
     return f"{billions if 'e' not in billions else f'{params / 1e9:f}'.rstrip('0').rstrip('.')}B"
 
@@ -87,20 +85,22 @@ def resolve_model_ref(
         if assumed:
             assumptions.append(Assumption(field="model", value=ref.id, reason=assumed))
     elif params:
+        # an explicit count is honoured exactly: a dense decoder of that many parameters, shapes typical of
+        # the size (tools.catalog.sizes.architecture_for_params); 7e9 in fp16 is 14.0 GB of weights
+        from tools.catalog.sizes import architecture_for_params
+
         try:
-            ref, assumed = _catalog_model(_size_text(params))
-        except ScenarioError as err:  # no catalog architecture near that size: say so about `params`
-            raise ScenarioError(
-                "params",
-                f"{err.message}; with params alone the catalog architecture nearest in size is used",
-                accepted="params near a real model size (e.g. 7000000000), or model / architecture with it",
-                suggestions=err.suggestions,
-            ) from None
+            arch, shape = architecture_for_params(params)
+        except ScenarioError as err:  # the count given is what is wrong
+            raise ScenarioError("params", err.message, accepted=err.accepted) from None
+        label = _size_label(params)
+        ref = ModelRef(label, label, arch, _breakdown(arch))
         assumptions.append(
             Assumption(
                 field="model",
                 value=ref.id,
-                reason=assumed or f"{params:,} parameters taken as {ref.name}'s architecture",
+                reason=f"params={params:,} with no model: a dense decoder of exactly that many parameters "
+                f"with the shapes typical of that size: {shape}",
             )
         )
     else:
