@@ -26,6 +26,7 @@ from service.api.agent_pool import ProcessPoolAgent
 from service.api.agent_thread import ThreadedAgent
 from service.api.docs import install_docs
 from service.api.errors import install_error_handlers
+from service.api.operating import install_operating_guards
 from service.api.turns import TurnRunner
 from service.coach.coach import Coach
 from service.coach.store import CoachStore
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     if slack is not None:
         slack.coach = app.state.coach
 
+    install_operating_guards(app, settings, store)  # body checks, API keys, rate limits (before CORS)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]

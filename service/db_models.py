@@ -1,7 +1,8 @@
 """Tables of the conversation store (SQLAlchemy 2 declarative; SQLite or PostgreSQL).
 
 A conversation owns its turns and the last scenario (JSON), so a follow-up question
-after a restart continues from exactly what was stored.
+after a restart continues from exactly what was stored. Columns added after a table first shipped are
+added to existing databases on open (`service/store.py`, `ADDED_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class ConversationRow(Base):
     scenario_json: Mapped[str | None] = mapped_column(Text, nullable=True)  # the last scenario
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    # who may see it when API keys are on: a digest of the key that created it (never the key); NULL = open
+    owner: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     turns: Mapped[list[TurnRow]] = relationship(
         back_populates="conversation",
@@ -35,6 +38,16 @@ class ConversationRow(Base):
         cascade="all, delete-orphan",
         passive_deletes=True,
     )
+
+
+class RateLimitRow(Base):
+    """Requests per client key per fixed window, shared by every replica of one database."""
+
+    __tablename__ = "rate_limit_windows"
+
+    client: Mapped[str] = mapped_column(String(80), primary_key=True)
+    window_start: Mapped[int] = mapped_column(Integer, primary_key=True)  # seconds since the epoch
+    hits: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class TurnRow(Base):
@@ -50,5 +63,8 @@ class TurnRow(Base):
     agent: Mapped[str] = mapped_column(String(40))
     scenario_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
+    # in_progress (stored with the question, before the agent runs), done, error (the agent refused the
+    # question: the answer holds why), interrupted (the stream was cut off before the answer finished)
+    status: Mapped[str] = mapped_column(String(16), default="done", server_default="done")
 
     conversation: Mapped[ConversationRow] = relationship(back_populates="turns")

@@ -7,7 +7,7 @@ Everything else uses the VRAMWISE_ prefix.
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -41,7 +41,24 @@ class Settings(BaseSettings):
     # offline agent worker processes (CPU-bound work off the serving loop); None = one per CPU core,
     # 0 = answer on a background thread of the serving process instead
     agent_processes: int | None = Field(default=None, ge=0, le=64)
-    cors_origins: list[str] = Field(default_factory=list)
+    cors_origins: list[str] = Field(default_factory=list)  # CORS stays off unless origins are listed
+    # Operating a shared instance (service/api/operating.py): comma-separated API keys (Bearer; unset =
+    # open), a rate limit per key or client address ("60/minute"), concurrent chat requests per client
+    # (unset = no cap), the largest request body accepted (413 beyond it).
+    api_keys: str | None = None
+    rate_limit: str | None = None
+    max_streams_per_client: int | None = Field(default=None, ge=1)
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit_understood(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from service.api.ratelimit import parse_rate  # only when one is set
+
+        parse_rate(value)  # ValueError: says what is accepted
+        return value
 
     # Slack (service/slack): both set -> POST /slack/events answers; unset -> 404
     slack_bot_token: str | None = Field(

@@ -26,12 +26,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
-from pydantic import BaseModel
-from sqlalchemy import bindparam, delete, event, func, insert, select, text, update
+from pydantic import BaseModel, Field
+from sqlalchemy import (
+    String,
+    Text,
+    and_,
+    bindparam,
+    case,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
@@ -67,6 +82,16 @@ SCHEMA_ATTEMPTS = 3
 # deadlock_detected, serialization_failure (postgresql.org/docs/current/errcodes-appendix.html)
 RETRYABLE_SQLSTATES = frozenset({"40P01", "40001"})
 COMMIT_ATTEMPTS = 3
+# columns added after their table first shipped: (table, column, DDL type and default), added on open to a
+# database created before them (ALTER TABLE .. ADD COLUMN: the same statement on SQLite and PostgreSQL)
+ADDED_COLUMNS = (
+    ("turns", "status", "VARCHAR(16) NOT NULL DEFAULT 'done'"),
+    ("conversations", "owner", "VARCHAR(64)"),
+)
+# a turn still `in_progress` this long after its question was stored was cut off (a process killed
+# mid-answer): shown as interrupted. Longer than any answer takes (the LLM timeout is 60 s).
+STALE_TURN_S = 600
+TurnStatus = Literal["in_progress", "done", "error", "interrupted"]
 
 _CONVERSATIONS = ConversationRow.__table__
 _TURNS = TurnRow.__table__
@@ -81,6 +106,9 @@ class _PendingTurn:
     agent: str
     scenario_json: str | None
     at: datetime
+    status: str = "done"
+    turn_id: int | None = None  # set: finishes the turn stored at its start (`begin_turn`)
+    owner: str | None = None
 
 
 class StoredTurn(BaseModel):
@@ -90,6 +118,11 @@ class StoredTurn(BaseModel):
     agent: str
     scenario: Scenario | None = None
     created_at: datetime
+    status: TurnStatus = Field(
+        default="done",
+        description="in_progress: being answered; done; error: the question was refused (the answer says "
+        "why); interrupted: cut off before the answer finished (ask it again)",
+    )
 
 
 class StoredConversation(BaseModel):
@@ -186,14 +219,15 @@ class _DirectSqliteReader:
     exception (WAL recovery) raise at once instead of blocking the loop, and the caller then reads
     through the async engine."""
 
-    _HEAD = "SELECT id, language, scenario_json FROM conversations WHERE id IN ({marks})"
+    _HEAD = "SELECT id, language, scenario_json, owner FROM conversations WHERE id IN ({marks})"
     # the last MAX_STATE_TURNS turns of each: ROW_NUMBER() over each one's turns, newest first (window
     # functions: SQLite >= 3.25); ix_turns_conversation_id holds (conversation_id, rowid) and turns.id is
     # the rowid, so each conversation's turns are one index range read in id order
     _TURNS = (
         "SELECT conversation_id, question, answer FROM (SELECT id, conversation_id, question, answer,"
         " ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY id DESC) AS rank"
-        " FROM turns WHERE conversation_id IN ({marks})) WHERE rank <= ? ORDER BY conversation_id, id"
+        " FROM turns WHERE conversation_id IN ({marks}) AND status = 'done')"
+        " WHERE rank <= ? ORDER BY conversation_id, id"
     )
 
     def __init__(self, path: str) -> None:
@@ -214,8 +248,9 @@ class _DirectSqliteReader:
             return None
         return cls(parsed.database)
 
-    def read(self, ids: list[str]) -> dict[str, ConversationState]:
-        """The stored conversations among `ids` (scenario, last MAX_STATE_TURNS turns); raises sqlite3.Error."""
+    def read(self, ids: list[str]) -> dict[str, _Found]:
+        """The stored conversations among `ids` (scenario, last MAX_STATE_TURNS answered turns) with their
+        owners; raises sqlite3.Error."""
         marks = ",".join("?" * len(ids))
         conn = self._conn
         conn.execute("BEGIN")  # one snapshot for both statements: a commit in between is not half seen
@@ -228,23 +263,64 @@ class _DirectSqliteReader:
             )
         finally:
             conn.rollback()  # ends the read transaction (nothing was written), also after an error
-        states = {
-            cid: ConversationState(
-                conversation_id=cid,
-                language=language if language in ("en", "zh") else None,
-                scenario=_scenario_from_json(scenario_json),
-            )
-            for cid, language, scenario_json in heads
-        }
-        for cid, question, answer in turns:
-            state = states.get(cid)
-            if state is not None:
-                state.turns.append(Turn(role="user", content=question))
-                state.turns.append(Turn(role="assistant", content=answer))
-        return states
+        return _states(heads, turns)
 
     def close(self) -> None:
         self._conn.close()
+
+
+@dataclass
+class _Found:
+    """A conversation as a follow-up needs it, and who owns it."""
+
+    state: ConversationState
+    owner: str | None
+
+
+def _states(heads: list[tuple[Any, ...]], turns: list[tuple[Any, ...]]) -> dict[str, _Found]:
+    """Rows (id, language, scenario_json, owner) and (conversation_id, question, answer) -> states."""
+    found = {
+        cid: _Found(
+            ConversationState(
+                conversation_id=cid,
+                language=language if language in ("en", "zh") else None,
+                scenario=_scenario_from_json(scenario_json),
+            ),
+            owner,
+        )
+        for cid, language, scenario_json, owner in heads
+    }
+    for cid, question, answer in turns:
+        entry = found.get(cid)
+        if entry is not None:
+            entry.state.turns.append(Turn(role="user", content=question))
+            entry.state.turns.append(Turn(role="assistant", content=answer))
+    return found
+
+
+def visible(stored_owner: str | None, owner: str | None) -> bool:
+    """A conversation is visible to the key that made it; with API keys off (owner None) to everyone."""
+    return owner is None or stored_owner == owner
+
+
+def _add_missing_columns(sync_conn: Any) -> None:
+    """ALTER TABLE .. ADD COLUMN for each of ADDED_COLUMNS an existing table lacks (runs inside the schema
+    transaction, under the PostgreSQL advisory lock)."""
+    inspector = inspect(sync_conn)
+    for table, column, ddl in ADDED_COLUMNS:
+        if column not in {c["name"] for c in inspector.get_columns(table)}:
+            log.info("adding column %s.%s to an existing database", table, column)
+            sync_conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+
+
+def _shown_status(status: str | None, created_at: datetime, stale_before: datetime) -> str:
+    if status == "in_progress" and created_at < stale_before:
+        return "interrupted"  # its process died mid-answer (see `_close_cut_off_turns`)
+    return status or "done"
+
+
+def _stale_before() -> datetime:
+    return utc_now() - timedelta(seconds=STALE_TURN_S)
 
 
 def _conversation_row(cid: str, latest: _PendingTurn, scenario_json: str | None) -> dict[str, Any]:
@@ -255,6 +331,7 @@ def _conversation_row(cid: str, latest: _PendingTurn, scenario_json: str | None)
         "scenario_json": scenario_json,
         "created_at": latest.at,
         "updated_at": latest.at,
+        "owner": latest.owner,
     }
 
 
@@ -265,9 +342,9 @@ class ConversationStore:
         self.database_url = database_url
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker | None = None
-        self._pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[None]] | None] | None = None
+        self._pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[int | None]] | None] | None = None
         self._writer: asyncio.Task[None] | None = None
-        self._reads: asyncio.Queue[tuple[str, asyncio.Future[ConversationState | None]] | None] | None = None
+        self._reads: asyncio.Queue[tuple[str, asyncio.Future[_Found | None]] | None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._direct: _DirectSqliteReader | None = None
 
@@ -295,6 +372,8 @@ class ConversationStore:
                             text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
                         )
                     await conn.run_sync(Base.metadata.create_all)
+                    await conn.run_sync(_add_missing_columns)
+                    await self._close_cut_off_turns(conn)
                 return
             except DBAPIError:
                 # another process created a table between our check and our CREATE (dialects without
@@ -302,6 +381,15 @@ class ConversationStore:
                 if attempt == SCHEMA_ATTEMPTS:
                     raise
                 log.warning("creating the schema raced another replica; retrying", exc_info=True)
+
+    async def _close_cut_off_turns(self, conn: Any) -> None:
+        """Turns left `in_progress` by a process that died mid-answer become `interrupted`: on an embedded
+        SQLite file every one (this process is its only writer), on a shared server database those older
+        than STALE_TURN_S (another replica may still be answering the newer ones)."""
+        stmt = update(_TURNS).where(_TURNS.c.status == "in_progress").values(status="interrupted")
+        if conn.dialect.name != "sqlite":
+            stmt = stmt.where(_TURNS.c.created_at < _stale_before())
+        await conn.execute(stmt)
 
     async def close(self) -> None:
         if self._pending is not None and self._writer is not None:
@@ -320,6 +408,13 @@ class ConversationStore:
         self._engine = None
         self._sessions = None
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The open store's engine (for tables of other modules, e.g. shared rate-limit counts)."""
+        if self._engine is None:
+            raise RuntimeError("conversation store is not open")
+        return self._engine
+
     def _session(self):  # type: ignore[no-untyped-def]
         if self._sessions is None:
             raise RuntimeError("conversation store is not open")
@@ -336,22 +431,26 @@ class ConversationStore:
             log.warning("conversation store not reachable: %s", exc)
             return False
 
-    async def load_state(self, conversation_id: str) -> ConversationState | None:
+    async def load_state(self, conversation_id: str, owner: str | None = None) -> ConversationState | None:
         """The agent's view of a stored conversation (its last `MAX_STATE_TURNS` turns and its
         scenario), or None when the id is unknown. This runs before a follow-up's first event, so
         reads are grouped like writes: one reader task fetches the ids asked for meanwhile together
         (one read for a burst of follow-ups; see `_read_states`), from a file SQLite database directly
-        on the loop (`_DirectSqliteReader`), from other databases through the async engine."""
+        on the loop (`_DirectSqliteReader`), from other databases through the async engine. Only
+        answered turns are history; a conversation another key owns is None (`visible`)."""
         if self._reads is None:
             raise RuntimeError("conversation store is not open")
         if not _storable_id(conversation_id):  # never reaches the batch: it would fail everyone's read
             return None
-        found: asyncio.Future[ConversationState | None] = asyncio.get_running_loop().create_future()
+        found: asyncio.Future[_Found | None] = asyncio.get_running_loop().create_future()
         self._reads.put_nowait((conversation_id, found))
-        return await found
+        result = await found
+        if result is None or not visible(result.owner, owner):
+            return None
+        return result.state
 
     async def _read_states(
-        self, reads: asyncio.Queue[tuple[str, asyncio.Future[ConversationState | None]] | None]
+        self, reads: asyncio.Queue[tuple[str, asyncio.Future[_Found | None]] | None]
     ) -> None:
         """The reader: everything asked for while the last read ran goes into the next one, and while
         a burst is still arriving (new ids within each `READ_QUIET_S`) it keeps gathering, for at most
@@ -362,7 +461,7 @@ class ConversationStore:
         loop = asyncio.get_running_loop()
         stopping = False
         while not stopping:
-            batch: list[tuple[str, asyncio.Future[ConversationState | None]]] = []
+            batch: list[tuple[str, asyncio.Future[_Found | None]]] = []
             item = await reads.get()
             gather_until = loop.time() + READ_GATHER_S
             while True:
@@ -409,10 +508,10 @@ class ConversationStore:
                     if not fut.done():
                         fut.set_result(states.get(cid))
 
-    async def _fetch_states(self, ids: list[str]) -> dict[str, ConversationState]:
+    async def _fetch_states(self, ids: list[str]) -> dict[str, _Found]:
         if self._direct is not None:
             try:
-                states: dict[str, ConversationState] = {}
+                states: dict[str, _Found] = {}
                 for start in range(0, len(ids), DIRECT_READ_SLICE):
                     if start:
                         await asyncio.sleep(0)  # bounded time on the loop per slice
@@ -434,14 +533,17 @@ class ConversationStore:
                 .over(partition_by=_TURNS.c.conversation_id, order_by=_TURNS.c.id.desc())
                 .label("rank"),
             )
-            .where(_TURNS.c.conversation_id.in_(ids))
+            .where(_TURNS.c.conversation_id.in_(ids), _TURNS.c.status == "done")
             .subquery()
         )
         async with self._connect() as conn:
             heads = (
                 await conn.execute(
                     select(
-                        _CONVERSATIONS.c.id, _CONVERSATIONS.c.language, _CONVERSATIONS.c.scenario_json
+                        _CONVERSATIONS.c.id,
+                        _CONVERSATIONS.c.language,
+                        _CONVERSATIONS.c.scenario_json,
+                        _CONVERSATIONS.c.owner,
                     ).where(_CONVERSATIONS.c.id.in_(ids))
                 )
             ).all()
@@ -452,27 +554,16 @@ class ConversationStore:
                     .order_by(ranked.c.conversation_id, ranked.c.id)
                 )
             ).all()
-        states = {
-            h.id: ConversationState(
-                conversation_id=h.id,
-                language=h.language if h.language in ("en", "zh") else None,
-                scenario=_scenario_from_json(h.scenario_json),
-            )
-            for h in heads
-        }
-        for t in turns:
-            state = states.get(t.conversation_id)
-            if state is not None:
-                state.turns.append(Turn(role="user", content=t.question))
-                state.turns.append(Turn(role="assistant", content=t.answer))
-        return states
+        return _states([tuple(h) for h in heads], [tuple(t) for t in turns])
 
     def _connect(self):  # type: ignore[no-untyped-def]
         if self._engine is None:
             raise RuntimeError("conversation store is not open")
         return self._engine.connect()
 
-    async def get(self, conversation_id: str) -> StoredConversation | None:
+    async def get(self, conversation_id: str, owner: str | None = None) -> StoredConversation | None:
+        """The conversation with every turn (also those cut off: `status`), None when unknown or another
+        key's."""
         if not _storable_id(conversation_id):
             return None
         async with self._session() as session:
@@ -481,8 +572,9 @@ class ConversationStore:
                 .where(ConversationRow.id == conversation_id)
                 .options(selectinload(ConversationRow.turns))
             )
-            if row is None:
+            if row is None or not visible(row.owner, owner):
                 return None
+            stale_before = _stale_before()
             return StoredConversation(
                 conversation_id=row.id,
                 language=row.language,
@@ -495,6 +587,7 @@ class ConversationStore:
                         agent=t.agent,
                         scenario=_scenario_from_json(t.scenario_json),
                         created_at=_utc(t.created_at),
+                        status=_shown_status(t.status, _utc(t.created_at), stale_before),
                     )
                     for t in row.turns
                 ],
@@ -522,10 +615,6 @@ class ConversationStore:
     async def append_turn(self, conversation_id: str, question: str, answer: Answer) -> None:
         """Store one answered question (committed when this returns); the conversation's scenario
         becomes the answer's one."""
-        if self._pending is None:
-            raise RuntimeError("conversation store is not open")
-        if not _storable_id(conversation_id):
-            raise ValueError(f"conversation id cannot be stored (1 to {MAX_ID_CHARS} characters, no NUL)")
         turn = _PendingTurn(
             conversation_id=conversation_id,
             question=_clean(question),
@@ -535,18 +624,98 @@ class ConversationStore:
             scenario_json=_scenario_to_json(answer.scenario),
             at=utc_now(),
         )
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._submit(turn)
+
+    async def begin_turn(
+        self, conversation_id: str, question: str, language: str, *, owner: str | None = None
+    ) -> int:
+        """Store a question before it is answered (status `in_progress`; the conversation is created when
+        new, owned by `owner`), committed when this returns: a process killed mid-answer, or a client that
+        goes away, loses nothing. Returns the turn's id for `finish_turn`."""
+        turn = _PendingTurn(
+            conversation_id=conversation_id,
+            question=_clean(question),
+            answer="",
+            language=language,
+            agent="",
+            scenario_json=None,
+            at=utc_now(),
+            status="in_progress",
+            owner=owner,
+        )
+        turn_id = await self._submit(turn)
+        assert turn_id is not None
+        return turn_id
+
+    async def finish_turn(
+        self,
+        turn_id: int,
+        conversation_id: str,
+        *,
+        answer: str,
+        status: TurnStatus,
+        language: str | None = None,
+        agent: str = "",
+        scenario: Scenario | None = None,
+    ) -> None:
+        """Record how a begun turn ended (committed when this returns). A conversation deleted meanwhile
+        stays deleted: only existing rows are updated. `interrupted` never overwrites a finished turn."""
+        await self._submit(
+            self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
+        )
+
+    def finish_turn_soon(
+        self, turn_id: int, conversation_id: str, status: TurnStatus = "interrupted"
+    ) -> None:
+        """`finish_turn` without waiting (a stream torn down by a disconnect cannot await any more)."""
+        if self._pending is None:
+            return
+        done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody awaits it: no warning
+        self._pending.put_nowait(
+            (self._finishing(turn_id, conversation_id, "", status, None, "", None), done)
+        )
+
+    @staticmethod
+    def _finishing(
+        turn_id: int,
+        conversation_id: str,
+        answer: str,
+        status: str,
+        language: str | None,
+        agent: str,
+        scenario: Scenario | None,
+    ) -> _PendingTurn:
+        return _PendingTurn(
+            conversation_id=conversation_id,
+            question="",
+            answer=_clean(answer),
+            language=language or "",
+            agent=_clean(agent),
+            scenario_json=_scenario_to_json(scenario),
+            at=utc_now(),
+            status=status,
+            turn_id=turn_id,
+        )
+
+    async def _submit(self, turn: _PendingTurn) -> int | None:
+        if self._pending is None:
+            raise RuntimeError("conversation store is not open")
+        if not _storable_id(turn.conversation_id):
+            raise ValueError(f"conversation id cannot be stored (1 to {MAX_ID_CHARS} characters, no NUL)")
+        done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         self._pending.put_nowait((turn, done))
-        await done
+        return await done
 
     async def _write_turns(
-        self, pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[None]] | None]
+        self, pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[int | None]] | None]
     ) -> None:
-        """The single writer: everything queued while the last commit ran goes into the next one."""
+        """The single writer: everything queued while the last commit ran goes into the next one (new
+        turns in one transaction, finished ones in another)."""
         stopping = False
         while not stopping:
             item = await pending.get()
-            batch: list[tuple[_PendingTurn, asyncio.Future[None]]] = []
+            batch: list[tuple[_PendingTurn, asyncio.Future[int | None]]] = []
             while True:
                 if item is None:
                     stopping = True
@@ -555,48 +724,164 @@ class ConversationStore:
                 if stopping or pending.empty() or len(batch) >= MAX_TURNS_PER_COMMIT:
                     break
                 item = pending.get_nowait()
-            if not batch:
-                continue
-            try:
-                await self._commit_with_retry([t for t, _ in batch])
-            except Exception as exc:
-                if len(batch) == 1 or not _refused_value(exc):  # e.g. the database is down: all fail now
-                    log.exception("could not store %d turn(s)", len(batch))
-                    for _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                # one turn the database refuses must not lose the others: commit them one by one
-                log.warning("a group commit of %d turns failed; storing them one by one", len(batch))
-                for turn, fut in batch:
-                    try:
-                        await self._commit_with_retry([turn])
-                    except Exception as one_exc:
-                        log.exception("could not store a turn of conversation %s", turn.conversation_id)
-                        if not fut.done():
-                            fut.set_exception(one_exc)
-                    else:
-                        if not fut.done():
-                            fut.set_result(None)
-            else:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_result(None)
+            new = [(t, f) for t, f in batch if t.turn_id is None]
+            finished = [(t, f) for t, f in batch if t.turn_id is not None]
+            if new:
+                await self._write_group(new, self._commit_turns)
+            if finished:
+                await self._write_group(finished, self._commit_finishes)
 
-    async def _commit_with_retry(self, turns: list[_PendingTurn]) -> None:
+    async def _write_group(
+        self,
+        group: list[tuple[_PendingTurn, asyncio.Future[int | None]]],
+        commit: Callable[[list[_PendingTurn]], Awaitable[list[int | None]]],
+    ) -> None:
+        try:
+            results = await self._commit_with_retry([t for t, _ in group], commit)
+        except Exception as exc:
+            if len(group) == 1 or not _refused_value(exc):  # e.g. the database is down: all fail now
+                log.exception("could not store %d turn(s)", len(group))
+                for _, fut in group:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                return
+            # one turn the database refuses must not lose the others: commit them one by one
+            log.warning("a group commit of %d turns failed; storing them one by one", len(group))
+            for turn, fut in group:
+                try:
+                    (one,) = await self._commit_with_retry([turn], commit)
+                except Exception as one_exc:
+                    log.exception("could not store a turn of conversation %s", turn.conversation_id)
+                    if not fut.done():
+                        fut.set_exception(one_exc)
+                else:
+                    if not fut.done():
+                        fut.set_result(one)
+        else:
+            for (_, fut), result in zip(group, results, strict=True):
+                if not fut.done():
+                    fut.set_result(result)
+
+    async def _commit_with_retry(
+        self,
+        turns: list[_PendingTurn],
+        commit: Callable[[list[_PendingTurn]], Awaitable[list[int | None]]],
+    ) -> list[int | None]:
         """A deadlock or serialisation failure (another replica) rolls back cleanly: commit again."""
         for attempt in range(1, COMMIT_ATTEMPTS + 1):
             try:
-                await self._commit_turns(turns)
-                return
+                return await commit(turns)
             except DBAPIError as exc:
                 if _sqlstate(exc) not in RETRYABLE_SQLSTATES or attempt == COMMIT_ATTEMPTS:
                     raise
                 log.warning("commit of %d turn(s) hit %s; retrying", len(turns), _sqlstate(exc))
                 await asyncio.sleep(0.01 * attempt)
+        raise AssertionError("unreachable")
 
-    async def _commit_turns(self, turns: list[_PendingTurn]) -> None:
-        """One transaction: conversations upserted (locking their rows), then all turns appended."""
+    async def _commit_finishes(self, turns: list[_PendingTurn]) -> list[int | None]:
+        """One transaction: the conversations' rows locked (id order, as every writer does, so no deadlock),
+        the turns' answers and statuses, then each conversation's time, and its language and scenario from
+        its newest answered turn (by turn id, i.e. question order, whichever answer finished last), only
+        where the turn (and so its conversation) still exists."""
+        assert self._engine is not None
+        final = sorted(
+            (t for t in turns if t.status != "interrupted"), key=lambda t: (t.conversation_id, t.turn_id)
+        )
+        cut = [t for t in turns if t.status == "interrupted"]
+        by_id = _TURNS.c.id == bindparam("tid")
+        async with self._engine.begin() as conn:
+            if final:
+                # the lock first, in its own statement: under READ COMMITTED the statements after it see
+                # what another replica committed for these conversations while this one waited
+                await conn.execute(
+                    select(_CONVERSATIONS.c.id)
+                    .where(_CONVERSATIONS.c.id.in_(sorted({t.conversation_id for t in final})))
+                    .order_by(_CONVERSATIONS.c.id)
+                    .with_for_update()
+                )
+                await conn.execute(
+                    update(_TURNS)
+                    .where(by_id)
+                    .values(
+                        answer=bindparam("ans"),
+                        agent=bindparam("agt"),
+                        status=bindparam("st"),
+                        scenario_json=bindparam("scn", type_=Text),
+                        language=func.coalesce(bindparam("lang", type_=String), _TURNS.c.language),
+                    ),
+                    [
+                        {
+                            "tid": t.turn_id,
+                            "ans": t.answer,
+                            "agt": t.agent,
+                            "st": t.status,
+                            "scn": t.scenario_json,
+                            "lang": t.language or None,
+                        }
+                        for t in final
+                    ],
+                )
+                later = _TURNS.alias("later")
+                newer_answered = (
+                    select(later.c.id)
+                    .where(
+                        later.c.conversation_id == bindparam("cid"),
+                        later.c.id > bindparam("tid"),
+                        later.c.status == "done",
+                    )
+                    .exists()
+                )
+                newer_scenario = (
+                    select(later.c.id)
+                    .where(
+                        later.c.conversation_id == bindparam("cid"),
+                        later.c.id > bindparam("tid"),
+                        later.c.status == "done",
+                        later.c.scenario_json.is_not(None),
+                    )
+                    .exists()
+                )
+                lang = bindparam("lang", type_=String)
+                scn = bindparam("scn", type_=Text)
+                await conn.execute(
+                    update(_CONVERSATIONS)
+                    .where(
+                        _CONVERSATIONS.c.id == bindparam("cid"),
+                        select(_TURNS.c.id).where(by_id).exists(),
+                    )
+                    .values(
+                        updated_at=bindparam("at"),
+                        language=case(
+                            (and_(lang.is_not(None), ~newer_answered), lang), else_=_CONVERSATIONS.c.language
+                        ),
+                        scenario_json=case(
+                            (and_(scn.is_not(None), ~newer_scenario), scn),
+                            else_=_CONVERSATIONS.c.scenario_json,
+                        ),
+                    ),
+                    [
+                        {
+                            "cid": t.conversation_id,
+                            "tid": t.turn_id,
+                            "at": t.at,
+                            "lang": t.language or None,
+                            "scn": t.scenario_json,
+                        }
+                        for t in final  # in turn order: within this batch too, the newest answer wins
+                    ],
+                )
+            if cut:
+                await conn.execute(
+                    update(_TURNS)
+                    .where(by_id, _TURNS.c.status == "in_progress")
+                    .values(status="interrupted"),
+                    [{"tid": t.turn_id} for t in cut],
+                )
+        return [None] * len(turns)
+
+    async def _commit_turns(self, turns: list[_PendingTurn]) -> list[int | None]:
+        """One transaction: conversations upserted (locking their rows), then all turns appended; their ids
+        in the order given."""
         assert self._engine is not None
         latest: dict[str, _PendingTurn] = {}
         scenario_of: dict[str, str | None] = {}
@@ -628,8 +913,8 @@ class ConversationStore:
                 )
             # the rows above stay locked until commit, so a concurrent commit for the same conversation
             # takes its turn ids after ours: per conversation, id order is commit order
-            await conn.execute(
-                insert(_TURNS),
+            inserted = await conn.execute(
+                insert(_TURNS).returning(_TURNS.c.id, sort_by_parameter_order=True),
                 [
                     {
                         "conversation_id": t.conversation_id,
@@ -639,10 +924,12 @@ class ConversationStore:
                         "agent": t.agent,
                         "scenario_json": t.scenario_json,
                         "created_at": t.at,
+                        "status": t.status,
                     }
                     for t in turns
                 ],
             )
+            return list(inserted.scalars().all())
 
     @staticmethod
     async def _merge_conversations_portable(
@@ -683,11 +970,15 @@ class ConversationStore:
                 without,
             )
 
-    async def delete(self, conversation_id: str) -> bool:
+    async def delete(self, conversation_id: str, owner: str | None = None) -> bool:
+        """Forget a conversation and its turns; a stream still answering in it finds it gone and does not
+        bring it back (`finish_turn` only updates rows that exist)."""
         if not _storable_id(conversation_id):
             return False
         async with self._session() as session, session.begin():
-            if await session.get(ConversationRow, conversation_id) is None:
+            # the conversation's row first, locked, as every writer takes it (then its turns): no deadlock
+            row = await session.get(ConversationRow, conversation_id, with_for_update=True)
+            if row is None or not visible(row.owner, owner):
                 return False
             await session.execute(delete(TurnRow).where(TurnRow.conversation_id == conversation_id))
             await session.execute(delete(ConversationRow).where(ConversationRow.id == conversation_id))

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from service.app import create_app
@@ -53,9 +56,13 @@ COUNT_TEXT_UPDATES = """
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = tmp_path_factory.mktemp("web") / "conversations.sqlite3"
-    with live_server(create_app(offline_settings(db))) as url:
+def web_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("web") / "conversations.sqlite3"
+
+
+@pytest.fixture(scope="module")
+def base_url(web_db: Path) -> Iterator[str]:
+    with live_server(create_app(offline_settings(web_db))) as url:
         yield url
 
 
@@ -246,6 +253,35 @@ def test_chinese_ui_follow_up_and_reload(page, base_url: str) -> None:  # type: 
 
     page.click("#new-conversation")
     assert page.locator(".turn").count() == 0 and page.locator("#history li").count() == 0
+    assert page.errors == []
+
+
+def test_an_interrupted_turn_can_be_asked_again(page, base_url: str, web_db: Path) -> None:  # type: ignore[no-untyped-def]
+    """A stored question whose answer was cut off (here: a stream dropped after `meta`, its turn marked
+    interrupted) is shown as such on reload, with a button that asks it again."""
+    question = "Can I run Llama-2-7B inference on one RTX 4090?"
+    with httpx.stream("POST", f"{base_url}/v1/chat", json={"message": question}, timeout=30) as resp:
+        cid = json.loads(next(line for line in resp.iter_lines() if line.startswith("data:"))[5:])[
+            "conversation_id"
+        ]
+    # the offline agent may finish after the drop: wait until the turn is settled, then mark it as a
+    # cut-off one would be
+    deadline = time.monotonic() + 30
+    while httpx.get(f"{base_url}/v1/conversations/{cid}").json()["turns"][0]["status"] == "in_progress":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with sqlite3.connect(web_db) as conn:
+        conn.execute("UPDATE turns SET status = 'interrupted', answer = '' WHERE conversation_id = ?", (cid,))
+    page.goto(base_url + "/")
+    page.evaluate("(cid) => localStorage.setItem('vramwise.conversation', cid)", cid)
+    page.reload()
+    page.wait_for_selector(".notice.interrupted .ask-again")
+    assert page.locator(".turn").count() == 1
+    page.click(".notice.interrupted .ask-again")
+    page.wait_for_selector('.turn:nth-of-type(2)[data-done="true"]', timeout=30_000)
+    again = page.locator(".turn").last
+    assert again.locator(".bubble-user").text_content() == question
+    assert "GiB" in again.locator(".answer-text").text_content()
     assert page.errors == []
 
 

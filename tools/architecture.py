@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 BlockStyle = Literal[
     "llama", "gpt"
@@ -23,18 +23,38 @@ ModuleNames = Literal[
 ]
 
 
+# Upper bounds of the architecture fields: far above every published model (widths ~2^15, 128 layers,
+# 256 experts, 256k vocab), so only impossible configs hit them.
+MAX_WIDTH = 1 << 20
+MAX_LAYERS = 4096
+MAX_HEADS = 1 << 14
+MAX_VOCAB = 1 << 24
+MAX_EXPERTS = 1 << 14
+MAX_POSITIONS = 1 << 27
+MAX_EXTRA_PARAMS = 10**14
+
+
 class Architecture(BaseModel):
-    """HF-style architecture. Field names follow transformers' config.json keys."""
+    """HF-style architecture. Field names follow transformers' config.json keys.
 
-    model_config = ConfigDict(extra="ignore")
+    Every field is checked on its own (positive, bounded) and against the fields before it (heads divide
+    the width, KV heads divide the heads, top-k within the experts, layer counts within the layers), so
+    an impossible config is a validation error naming the field, never a confident answer."""
 
-    hidden_size: int = Field(gt=0)
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int | None = Field(default=None, gt=0)  # None = MHA (= num_attention_heads)
-    head_dim: int | None = Field(default=None, gt=0)  # None = hidden_size // num_attention_heads
-    intermediate_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    # Bounds: every count positive (or >= 0 where 0 means "none"), and below what any real model has by
+    # orders of magnitude, so an impossible config is refused instead of answered (a billion layers would
+    # also make the per-layer sums loop for minutes).
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
+    num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
+    num_attention_heads: int = Field(gt=0, le=MAX_HEADS)
+    num_key_value_heads: int | None = Field(default=None, gt=0, le=MAX_HEADS)  # None = MHA (= heads)
+    head_dim: int | None = Field(
+        default=None, gt=0, le=MAX_WIDTH, validate_default=True
+    )  # None = hidden_size // heads
+    intermediate_size: int = Field(gt=0, le=MAX_WIDTH)
+    vocab_size: int = Field(gt=0, le=MAX_VOCAB)
     tie_word_embeddings: bool = False
     block_style: BlockStyle = "llama"
     gated_mlp: bool = True  # SwiGLU/GeGLU: gate+up+down (3 matrices); else up+down (2)
@@ -43,40 +63,98 @@ class Architecture(BaseModel):
     mlp_bias: bool = False
     qk_norm: bool = False  # Qwen3/Gemma3: per-head RMSNorm on q and k (2*head_dim params per layer)
     norm_has_bias: bool = False  # LayerNorm with bias (GPT-2, Falcon)
-    norms_per_layer: int = 2  # Gemma2/3 have 4 (pre/post attention and MLP)
+    norms_per_layer: int = Field(default=2, ge=0, le=16)  # Gemma2/3 have 4 (pre/post attention and MLP)
     # OLMo-1 (modeling_olmo.OlmoLayerNorm): LayerNorm without weight or bias, so no norm parameters
     parametric_norms: bool = True
     # Memory-relevant implementation details (no parameters): modeling_gemma*.py GemmaRMSNorm computes
     # `x * (1 + weight.float())` in fp32; Gemma-2 soft-caps attention scores and final logits with tanh.
     norm_fp32_scale: bool = False
-    attn_logit_softcapping: float | None = None
-    final_logit_softcapping: float | None = None
+    attn_logit_softcapping: float | None = Field(default=None, gt=0)
+    final_logit_softcapping: float | None = Field(default=None, gt=0)
     parallel_attn_mlp: bool = False  # Falcon/GPT-J: attention and MLP in parallel from one norm
-    max_position_embeddings: int = 4096
+    max_position_embeddings: int = Field(default=4096, gt=0, le=MAX_POSITIONS)
     learned_position_embeddings: bool = False  # GPT-2: wpe table of max_position_embeddings x h
-    sliding_window: int | None = None  # tokens; applies to `sliding_window_layers` layers
-    sliding_window_layers: int | None = None  # how many of the layers use the window (None = all when set)
+    sliding_window: int | None = Field(default=None, gt=0, le=MAX_POSITIONS)  # tokens
+    # how many of the layers use the window (None = all when set)
+    sliding_window_layers: int | None = Field(default=None, ge=0, le=MAX_LAYERS)
     # MoE (Mixtral, Qwen2/3-MoE, DeepSeek-V2/V3)
-    num_experts: int | None = None  # routed experts per MoE layer
-    num_experts_per_tok: int | None = None  # top-k
-    moe_intermediate_size: int | None = None  # per routed expert
-    num_shared_experts: int = 0
-    shared_expert_intermediate_size: int | None = None  # total for all shared experts (Qwen2-MoE style)
-    first_k_dense_layers: int = 0  # DeepSeek: first k layers use a dense MLP of intermediate_size
-    moe_layer_freq: int = 1
+    num_experts: int | None = Field(default=None, gt=0, le=MAX_EXPERTS)  # routed experts per MoE layer
+    num_experts_per_tok: int | None = Field(default=None, gt=0, le=MAX_EXPERTS)  # top-k
+    moe_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)  # per routed expert
+    num_shared_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    # total for all shared experts (Qwen2-MoE style)
+    shared_expert_intermediate_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    first_k_dense_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)  # DeepSeek: first k layers dense
+    moe_layer_freq: int = Field(default=1, gt=0, le=MAX_LAYERS)  # every n-th layer after those is MoE
     shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate (h params) on the shared expert
     router_score_bias: bool = False  # DeepSeek-V3: gate.e_score_correction_bias (num_experts params)
     # MLA (DeepSeek-V2/V3)
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = None
-    qk_nope_head_dim: int | None = None
-    qk_rope_head_dim: int | None = None
-    v_head_dim: int | None = None
+    q_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    kv_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    qk_nope_head_dim: int | None = Field(default=None, ge=0, le=MAX_WIDTH)
+    qk_rope_head_dim: int | None = Field(default=None, ge=0, le=MAX_WIDTH)
+    v_head_dim: int | None = Field(default=None, gt=0, le=MAX_WIDTH, validate_default=True)
     # Multi-token prediction modules and other extras that ship in the checkpoint
-    extra_params: int = 0
+    extra_params: int = Field(default=0, ge=0, le=MAX_EXTRA_PARAMS)
     # vision-language models: decoder tokens one image adds at the default resolution (no parameters)
-    image_tokens: int = 0
+    image_tokens: int = Field(default=0, ge=0, le=MAX_POSITIONS)
     module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bools_for_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """JSON `true` is not a count: pydantic would take it as 1."""
+        return reject_bool_for_number(cls, info.field_name, value)
+
+    @field_validator("num_key_value_heads")
+    @classmethod
+    def _kv_heads_divide_heads(cls, value: int | None, info: ValidationInfo) -> int | None:
+        heads = info.data.get("num_attention_heads")
+        if value is None or heads is None:
+            return value
+        if value > heads:
+            raise ValueError(f"{value} KV heads is more than num_attention_heads ({heads})")
+        if heads % value:
+            raise ValueError(
+                f"{value} KV heads does not divide num_attention_heads ({heads}): each KV head serves"
+                " a whole group of query heads"
+            )
+        return value
+
+    @field_validator("head_dim")
+    @classmethod
+    def _head_dim_or_divisible_width(cls, value: int | None, info: ValidationInfo) -> int | None:
+        hidden, heads = info.data.get("hidden_size"), info.data.get("num_attention_heads")
+        if value is None and hidden is not None and heads is not None and hidden % heads:
+            raise ValueError(
+                f"not given, and hidden_size ({hidden}) is not divisible by num_attention_heads ({heads});"
+                " state head_dim or use a width that is a multiple of the heads"
+            )
+        return value
+
+    @field_validator("num_experts_per_tok")
+    @classmethod
+    def _top_k_within_experts(cls, value: int | None, info: ValidationInfo) -> int | None:
+        experts = info.data.get("num_experts")
+        if value is not None and experts is not None and value > experts:
+            raise ValueError(f"top-k of {value} is more than num_experts ({experts})")
+        return value
+
+    @field_validator("first_k_dense_layers")
+    @classmethod
+    def _dense_layers_within_layers(cls, value: int, info: ValidationInfo) -> int:
+        layers = info.data.get("num_hidden_layers")
+        if layers is not None and value > layers:
+            raise ValueError(f"{value} dense layers is more than num_hidden_layers ({layers})")
+        return value
+
+    @field_validator("sliding_window_layers")
+    @classmethod
+    def _window_layers_within_layers(cls, value: int | None, info: ValidationInfo) -> int | None:
+        layers = info.data.get("num_hidden_layers")
+        if value is not None and layers is not None and value > layers:
+            raise ValueError(f"{value} sliding-window layers is more than num_hidden_layers ({layers})")
+        return value
 
     @model_validator(mode="after")
     def _defaults(self) -> Architecture:
@@ -118,6 +196,21 @@ class Architecture(BaseModel):
     @property
     def num_dense_layers(self) -> int:
         return self.num_hidden_layers - self.num_moe_layers
+
+
+def reject_bool_for_number(model: type[BaseModel], field_name: str | None, value: object) -> object:
+    """Raise for a JSON boolean given to an int/float field of `model` (pydantic's lax mode takes `true`
+    as 1); other values pass through unchanged for the field's own validation."""
+    field = model.model_fields.get(field_name or "")
+    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+        raise ValueError(f"{str(value).lower()} is a boolean; a number is accepted here")
+    return value
+
+
+def _numeric(annotation: object) -> bool:
+    """True for int/float annotations (also `int | None`), false when bool is accepted."""
+    args = getattr(annotation, "__args__", None) or (annotation,)
+    return bool not in args and any(a in (int, float) for a in args)
 
 
 class LinearShape(BaseModel):

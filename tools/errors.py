@@ -50,3 +50,15 @@ class ScenarioError(ValueError):
             "values": self.values,
             "error": self.render(),
         }
+
+
+MAX_QUOTED_CHARS = 60
+
+
+def quote(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """`value` as an error message quotes it: at most `limit` characters (the rest elided with its length),
+    so a huge input never comes back whole in the error."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"

@@ -7,11 +7,11 @@ as an assumption, so every default is visible in the answer.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from tools.architecture import Architecture
+from tools.architecture import Architecture, reject_bool_for_number
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal[
@@ -74,6 +74,9 @@ ServingEngine = Literal["transformers", "vllm", "sglang", "llama.cpp", "ollama"]
 CrossEntropyImpl = Literal["standard", "chunked", "fused_linear"]
 PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
 
+MAX_NAME_CHARS = 200  # model/GPU names and module names: the longest real id is under 100 characters
+MAX_LORA_TARGETS = 64
+
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
 # The task families every layer branches on (resolve, planner, parser): defined once, here.
 TRAINING_TASKS: frozenset[str] = frozenset(t for t in TASKS if t != "inference")
@@ -87,11 +90,14 @@ OPTIMIZERS: tuple[str, ...] = Optimizer.__args__  # type: ignore[attr-defined]
 class Scenario(BaseModel):
     """One question about GPU memory, fully structured."""
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN/Infinity are not numbers of a job: refused, never silently carried into the arithmetic
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     # --- what model -------------------------------------------------------------------------
     model: str | None = Field(
-        default=None, description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)"
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="catalog id or alias (llama-2-7b, Qwen2.5-7B, 7B, 70亿)",
     )
     params: int | None = Field(default=None, gt=0, description="total parameters; filled from the catalog")
     architecture: Architecture | None = Field(
@@ -102,7 +108,11 @@ class Scenario(BaseModel):
     task: Task | None = Field(
         default=None, description="inference, full_finetune, pretrain, freeze, lora, qlora, ppo, grpo, dpo"
     )
-    gpu: str | None = Field(default=None, description="GPU catalog id or alias (a100-80gb, 4090, H20, 910B)")
+    gpu: str | None = Field(
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="GPU catalog id or alias (a100-80gb, 4090, H20, 910B)",
+    )
     num_gpus: int | None = Field(default=None, ge=1, le=100_000)
     batch_size: int | None = Field(
         default=None, ge=1, le=1_000_000, description="micro-batch per data-parallel rank"
@@ -130,7 +140,9 @@ class Scenario(BaseModel):
 
     # --- fine-tuning ----------------------------------------------------------------------------
     lora_rank: int | None = Field(default=None, ge=1, le=65536)
-    lora_targets: list[str] | None = Field(default=None, description="q_proj, v_proj, ... or all-linear")
+    lora_targets: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None = Field(
+        default=None, max_length=MAX_LORA_TARGETS, description="q_proj, v_proj, ... or all-linear"
+    )
     dora: bool = False
     trainable_layers: int | None = Field(
         default=None, ge=0, description="freeze tuning: last N layers trainable"
@@ -200,9 +212,11 @@ class Scenario(BaseModel):
         default=None, ge=1, description="prompts per RL rollout on one rank"
     )
     reward_model: str | None = Field(
-        default=None, description="RL reward model id (defaults to the policy's size)"
+        default=None,
+        max_length=MAX_NAME_CHARS,
+        description="RL reward model id (defaults to the policy's size)",
     )
-    critic_model: str | None = None
+    critic_model: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
     reference_offload: bool | None = None
 
     # --- verdict ---------------------------------------------------------------------------------
@@ -218,6 +232,12 @@ class Scenario(BaseModel):
     lora_dropout: float | None = None
     warmup_steps: int | None = None
     global_batch_size: int | None = Field(default=None, ge=1)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bools_for_numbers(cls, value: object, info: ValidationInfo) -> object:
+        """JSON `true` is not a batch size: pydantic's lax mode would take it as 1."""
+        return reject_bool_for_number(cls, info.field_name, value)
 
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:

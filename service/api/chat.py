@@ -21,13 +21,15 @@ from service.agent.events import (
 )
 from service.agent.offline.language import detect_language
 from service.agent.render import display_panels
+from service.api.auth import OwnerDep
 from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
-from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
+from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_responses, sse_doc
 from service.api.sse_wire import sse, turn_frames
 from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
+from tools.errors import quote
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -39,7 +41,8 @@ CHUNK_SECONDS = 0.05  # events arriving within this of a batch's first one go ou
 
 
 async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
-    """`meta` at once, then the agent's events; those ready together go out in one write."""
+    """The question stored, `meta`, then the agent's events; those ready together go out in one write."""
+    await runner.begin(turn)  # before `meta`: a conversation id handed out already holds the question
     yield sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
     # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
     language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
@@ -67,15 +70,18 @@ async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -
                 "error": "{error, field, accepted, suggestions}: what was wrong and what is accepted",
             },
         ),
-        **ERROR_RESPONSES,
+        **json_error_responses(400, 404, 413, 415, 422),
     },
 )
 async def chat(
     body: ChatRequest,
     runner: RunnerDep,
     agent: AgentDep,
+    owner: OwnerDep,
 ) -> EventStream:
-    turn = await runner.prepare(body.message, conversation_id=body.conversation_id, language=body.language)
+    turn = await runner.prepare(
+        body.message, conversation_id=body.conversation_id, language=body.language, owner=owner
+    )
     return EventStream(chat_events(runner, turn, agent.name), ping_s=PING_SECONDS, headers=SSE_HEADERS)
 
 
@@ -93,7 +99,7 @@ class DisplayResponse(BaseModel):
     "/v1/display",
     summary="A scenario's estimate with its panel texts in a language (the chat page's restored turns)",
     response_model=DisplayResponse,
-    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+    responses={code: ERROR_RESPONSES[code] for code in (400, 413, 415, 422)},
 )
 async def estimate_display(body: DisplayRequest) -> DisplayResponse:
     from tools.estimator import estimate
@@ -108,10 +114,10 @@ async def estimate_display(body: DisplayRequest) -> DisplayResponse:
     response_model=StoredConversation,
     responses={404: ERROR_RESPONSES[404]},
 )
-async def get_conversation(conversation_id: str, store: StoreDep) -> StoredConversation:
-    stored = await store.get(conversation_id)
+async def get_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> StoredConversation:
+    stored = await store.get(conversation_id, owner)
     if stored is None:
-        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")
+        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")
     return stored
 
 
@@ -121,6 +127,6 @@ async def get_conversation(conversation_id: str, store: StoreDep) -> StoredConve
     status_code=204,
     responses={404: ERROR_RESPONSES[404]},
 )
-async def delete_conversation(conversation_id: str, store: StoreDep) -> None:
-    if not await store.delete(conversation_id):
-        raise ApiError(404, f"unknown conversation_id '{conversation_id}'", field="conversation_id")
+async def delete_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> None:
+    if not await store.delete(conversation_id, owner):
+        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")

@@ -56,7 +56,7 @@ async def coach_topics(language: Annotated[Literal["en", "zh"], Query()] = "en")
     "/v1/coach/questions",
     summary="The next question of a coach session (a new session without session_id)",
     response_model=QuestionOut,
-    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+    responses={code: ERROR_RESPONSES[code] for code in (400, 404, 413, 415, 422)},
 )
 async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
     try:
@@ -69,7 +69,7 @@ async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
     "/v1/coach/answers",
     summary="Grade a free-text answer against the estimator ('hint' / '提示' asks for a hint)",
     response_model=AnswerOut,
-    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+    responses={code: ERROR_RESPONSES[code] for code in (400, 404, 413, 415, 422)},
 )
 async def coach_answer(body: AnswerRequest, coach: CoachDep) -> AnswerOut:
     try:
@@ -82,6 +82,7 @@ async def coach_answer(body: AnswerRequest, coach: CoachDep) -> AnswerOut:
     "/v1/coach/sessions/{session_id}",
     summary="A coach session: its questions, answers, grades and the score by topic",
     response_model=SessionOut,
+    responses={404: ERROR_RESPONSES[404]},
 )
 async def coach_session(session_id: str, coach: CoachDep) -> SessionOut:
     try:

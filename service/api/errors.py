@@ -76,21 +76,36 @@ def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+JSON_ACCEPTED = 'a JSON object (Content-Type: application/json), e.g. {"message": "..."}'
+
+
+def malformed(reason: str) -> ApiError:
+    """The one shape of every body that cannot be read as JSON (service/api/bodies.py, FastAPI's own)."""
+    return ApiError(
+        400,
+        f"malformed JSON in the request body: {reason}",
+        field="body",
+        accepted=JSON_ACCEPTED,
+        code="malformed_json",
+    )
+
+
 def validation_error(exc: RequestValidationError) -> ApiError:
     errors = exc.errors()
     for e in errors:
         if e.get("type") == "json_invalid":
             ctx = e.get("ctx") or {}
-            reason = ctx.get("error", "invalid JSON")
-            return ApiError(
-                400,
-                f"malformed JSON in the request body: {reason}",
-                field="body",
-                accepted='a JSON object, e.g. {"message": "..."}',
-                code="malformed_json",
-            )
+            return malformed(str(ctx.get("error", "invalid JSON")))
     if not errors:
         return ApiError(422, "invalid request", field="body", code="invalid_request")
+    if (
+        len(errors) == 1
+        and errors[0].get("type") == "missing"
+        and tuple(errors[0].get("loc", ())) == ("body",)
+    ):
+        return ApiError(
+            422, "the request body is empty", field="body", accepted=JSON_ACCEPTED, code="invalid_request"
+        )
     problems = [f"{_loc_to_field(e.get('loc', ()))}: {e.get('msg', 'invalid value')}" for e in errors[:5]]
     if len(errors) > 5:
         problems.append(f"and {len(errors) - 5} more")

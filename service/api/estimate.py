@@ -16,7 +16,7 @@ router = APIRouter(tags=["estimator"])
     "/v1/estimate",
     summary="Run the estimator on a scenario (no LLM)",
     response_model=Estimate,
-    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+    responses={code: ERROR_RESPONSES[code] for code in (400, 413, 415, 422)},
 )
 async def estimate_scenario(scenario: Scenario) -> Estimate:
     from service.hub import estimate_any_model  # catalog first; `org/name` ids the catalog lacks: the Hub

@@ -12,6 +12,7 @@ System messages are accepted and ignored: the agent's own prompts define its beh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -24,11 +25,13 @@ from sse_starlette import ServerSentEvent
 
 from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
+from service.api.auth import OwnerDep
 from service.api.deps import RunnerDep
 from service.api.errors import ApiError
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
 from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
+from tools.errors import quote
 
 router = APIRouter(tags=["openai-compatible"])
 
@@ -68,12 +71,22 @@ class ChatCompletionRequest(BaseModel):
         },
     )
 
-    model: str = Field(description="must be `vramwise`")
+    # the schema names the one model served; any other name is still read, and answered with a 404
+    model: str = Field(description="must be `vramwise`", json_schema_extra={"enum": [MODEL_ID]})
     messages: list[ChatMessage] = Field(min_length=1, description="the last user message is the question")
     stream: bool = False
-    user: str | None = Field(default=None, max_length=200, description="stable key of a stored conversation")
+    user: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        description="stable key of a stored conversation (1 to 200 characters, not blank)",
+    )
     conversation_id: str | None = Field(
-        default=None, max_length=200, description="continue a stored conversation (VRAMwise extension)"
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="continue a stored conversation (VRAMwise extension)",
     )
     language: Language | None = Field(default=None, description="answer language (VRAMwise extension)")
 
@@ -118,14 +131,22 @@ def _check_model(model: str) -> None:
     if model != MODEL_ID:
         raise ApiError(
             404,
-            f"The model '{model}' does not exist on this endpoint; use '{MODEL_ID}'",
+            f"The model '{quote(model)}' does not exist on this endpoint; use '{MODEL_ID}'",
             field="model",
             accepted=MODEL_ID,
             code="model_not_found",
         )
 
 
-async def _prepare(req: ChatCompletionRequest, runner: TurnRunner) -> PreparedTurn:
+def user_conversation_id(user: str, owner: str | None) -> str:
+    """The stored conversation of an OpenAI `user` key: the key itself when API keys are off; with keys on,
+    a digest of (API key owner, user), so two API keys using the same `user` never share a conversation."""
+    if owner is None:
+        return user
+    return "u-" + hashlib.sha256(f"{owner}\n{user}".encode()).hexdigest()[:40]
+
+
+async def _prepare(req: ChatCompletionRequest, runner: TurnRunner, owner: str | None) -> PreparedTurn:
     _check_model(req.model)
     last = req.messages[-1]
     if last.role != "user":
@@ -138,41 +159,76 @@ async def _prepare(req: ChatCompletionRequest, runner: TurnRunner) -> PreparedTu
     field = f"messages.{len(req.messages) - 1}.content"
     if req.conversation_id is not None:
         return await runner.prepare(
-            last.text(), conversation_id=req.conversation_id, language=req.language, field=field
+            last.text(), conversation_id=req.conversation_id, language=req.language, field=field, owner=owner
         )
     if req.user is not None:
         return await runner.prepare(
-            last.text(), conversation_id=req.user, language=req.language, create_if_missing=True, field=field
+            last.text(),
+            conversation_id=user_conversation_id(req.user, owner),
+            language=req.language,
+            create_if_missing=True,
+            field=field,
+            owner=owner,
         )
     history = [
         Turn(role=m.role, content=m.text())  # type: ignore[arg-type]
         for m in req.messages[:-1]
         if m.role in ("user", "assistant")
     ]
-    return await runner.prepare_from_history(last.text(), history, language=req.language, field=field)
+    return await runner.prepare_from_history(
+        last.text(), history, language=req.language, field=field, owner=owner
+    )
 
 
 # ---- routes ---------------------------------------------------------------------------------------
+_CONVERSATION = "#/paths/~1v1~1conversations~1{conversation_id}"
+# OpenAPI links: the conversation a completion answered in can be read, continued and forgotten
+CONVERSATION_LINKS = {
+    "GetConversation": {
+        "operationRef": f"{_CONVERSATION}/get",
+        "parameters": {"conversation_id": "$response.body#/conversation_id"},
+    },
+    "DeleteConversation": {
+        "operationRef": f"{_CONVERSATION}/delete",
+        "parameters": {"conversation_id": "$response.body#/conversation_id"},
+    },
+    "ContinueConversation": {
+        "operationRef": "#/paths/~1v1~1chat~1completions/post",
+        "requestBody": {
+            "model": "vramwise",
+            "conversation_id": "$response.body#/conversation_id",
+            "messages": [{"role": "user", "content": "What about an A100 80GB?"}],
+        },
+    },
+}
+
+
 @router.post(
     "/v1/chat/completions",
     summary="OpenAI-compatible chat completion (model `vramwise`), streaming or not",
     response_model=ChatCompletion,
     responses={
-        **sse_doc(
-            "With `stream: true`: `chat.completion.chunk` objects as `data:` lines, then `data: [DONE]`. "
-            "Otherwise one `chat.completion` object.",
-            {},
-        ),
+        200: {
+            **sse_doc(
+                "With `stream: true`: `chat.completion.chunk` objects as `data:` lines, then `data: [DONE]`. "
+                "Otherwise one `chat.completion` object.",
+                {},
+            )[200],
+            "links": CONVERSATION_LINKS,
+        },
         **OPENAI_ERROR_RESPONSES,
     },
 )
-async def chat_completions(req: ChatCompletionRequest, runner: RunnerDep) -> ChatCompletion | EventStream:
-    turn = await _prepare(req, runner)
+async def chat_completions(
+    req: ChatCompletionRequest, runner: RunnerDep, owner: OwnerDep
+) -> ChatCompletion | EventStream:
+    turn = await _prepare(req, runner, owner)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if req.stream:
         return EventStream(_chunks(runner, turn, completion_id, created), ping_s=15, headers=SSE_HEADERS)
     text = ""
+    await runner.begin(turn)
     async for ev in runner.run(turn):
         if isinstance(ev, DoneEvent):
             text = ev.answer.answer
@@ -206,6 +262,7 @@ async def _chunks(
 ) -> AsyncIterator[bytes]:
     """`chat.completion.chunk` events; deltas ready together go out in one write."""
     cid = turn.conversation_id
+    await runner.begin(turn)  # the question is stored before the first chunk
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):

@@ -1,5 +1,7 @@
-"""One turn of a conversation: validate the question, load the stored state, run the agent,
-persist the answer. Shared by the SSE chat and the OpenAI-compatible channel.
+"""One turn of a conversation: validate the question, load the stored state, store the question
+(`begin`: before any event is sent, status in_progress), run the agent, store how it ended (done,
+error, or interrupted when the stream is torn down first). Shared by the SSE chat and the
+OpenAI-compatible channel.
 
 The event stream a runner yields always ends with exactly one DoneEvent or ErrorEvent,
 whatever the agent does (stops early, raises).
@@ -15,8 +17,10 @@ from dataclasses import dataclass
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
+from service.agent.offline.language import detect_language
 from service.api.errors import ApiError
-from service.store import ConversationStore
+from service.store import ConversationStore, TurnStatus
+from tools.errors import quote
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,9 @@ class PreparedTurn:
     state: ConversationState
     language: Language | None
     conversation_id: str
+    owner: str | None = None  # digest of the API key that asks (None: keys are off)
+    turn_id: int | None = None  # the stored question (`TurnRunner.begin`)
+    begun: bool = False
 
 
 def new_conversation_id() -> str:
@@ -79,27 +86,37 @@ class TurnRunner:
         language: Language | None = None,
         create_if_missing: bool = False,
         field: str = "message",
+        owner: str | None = None,
     ) -> PreparedTurn:
-        """Validate and load; unknown conversation ids get a 404 unless `create_if_missing`."""
+        """Validate and load; unknown conversation ids (and another key's) get a 404 unless
+        `create_if_missing`."""
         question = self.check_message(message, field)
         if conversation_id is None:
             cid = new_conversation_id()
             state = ConversationState(conversation_id=cid)
         else:
-            loaded = await self.store.load_state(conversation_id)
+            loaded = await self.store.load_state(conversation_id, owner)
             if loaded is None and not create_if_missing:
                 raise ApiError(
                     404,
-                    f"unknown conversation_id '{conversation_id}': omit it to start a new conversation",
+                    f"unknown conversation_id '{quote(conversation_id)}': omit it to start a new conversation",
                     field="conversation_id",
                     code="conversation_not_found",
                 )
             cid = conversation_id
             state = loaded or ConversationState(conversation_id=cid)
-        return PreparedTurn(question=question, state=state, language=language, conversation_id=cid)
+        return PreparedTurn(
+            question=question, state=state, language=language, conversation_id=cid, owner=owner
+        )
 
     async def prepare_from_history(
-        self, question: str, history: list[Turn], *, language: Language | None = None, field: str
+        self,
+        question: str,
+        history: list[Turn],
+        *,
+        language: Language | None = None,
+        field: str,
+        owner: str | None = None,
     ) -> PreparedTurn:
         """A stateless client (OpenAI messages array): earlier turns become the conversation state;
         the previous scenario is restored by re-parsing earlier user questions (offline), only when
@@ -110,7 +127,9 @@ class TurnRunner:
         earlier = [t.content for t in history if t.role == "user" and t.content.strip()]
         if earlier:
             state.scenario = await self._replay_scenario(earlier[-MAX_REPLAYED_QUESTIONS:], language)
-        return PreparedTurn(question=question, state=state, language=language, conversation_id=cid)
+        return PreparedTurn(
+            question=question, state=state, language=language, conversation_id=cid, owner=owner
+        )
 
     async def _replay_scenario(self, questions: list[str], language: Language | None):  # type: ignore[no-untyped-def]
         agent = self.replay_agent
@@ -129,13 +148,32 @@ class TurnRunner:
         return replay.scenario
 
     # ---- running a turn -----------------------------------------------------------------------------
+    async def begin(self, turn: PreparedTurn) -> None:
+        """Store the question (status in_progress) before the agent runs; a store that fails is logged and
+        the answer is stored at its end instead (`run` says so in a notice)."""
+        if turn.begun:
+            return
+        turn.begun = True
+        # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
+        language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
+        try:
+            turn.turn_id = await self.store.begin_turn(
+                turn.conversation_id, turn.question, language, owner=turn.owner
+            )
+        except Exception:
+            log.exception("could not store the question of conversation %s", turn.conversation_id)
+
     async def run(self, turn: PreparedTurn) -> AsyncIterator[AgentEvent]:
-        """The agent's events, then exactly one terminal event; the answer is persisted before `done`."""
+        """The agent's events, then exactly one terminal event; the answer is persisted before `done`.
+        Torn down before its end (the client went away), the stored turn is marked interrupted."""
+        await self.begin(turn)
+        ended = False
         try:
             async with aclosing(self.agent.stream(turn.question, turn.state, turn.language)) as events:
                 async for ev in events:
                     if isinstance(ev, DoneEvent):
                         answer = ev.answer.model_copy(update={"conversation_id": turn.conversation_id})
+                        ended = True
                         saved = await self._persist(turn, answer)
                         if not saved:
                             yield NoticeEvent(
@@ -145,26 +183,56 @@ class TurnRunner:
                         yield DoneEvent(answer=answer)
                         return
                     if isinstance(ev, ErrorEvent):
-                        await self._keep_id(turn)
+                        ended = True
+                        await self._finish(turn, "error", ev.message)
                         yield ev
                         return
                     yield ev
         except Exception:
             log.exception("agent %s failed on a question", getattr(self.agent, "name", "?"))
-            yield ErrorEvent(message="internal error while answering; the details are in the service log")
+            ended = True
+            message = "internal error while answering; the details are in the service log"
+            await self._finish(turn, "error", message)
+            yield ErrorEvent(message=message)
             return
-        yield ErrorEvent(message="the agent stopped without an answer; please ask again")
+        finally:
+            if not ended and turn.turn_id is not None:
+                # torn down mid-answer (GeneratorExit / cancellation): nothing may be awaited any more
+                self.store.finish_turn_soon(turn.turn_id, turn.conversation_id, "interrupted")
+        message = "the agent stopped without an answer; please ask again"
+        await self._finish(turn, "interrupted", message)
+        yield ErrorEvent(message=message)
 
     async def _persist(self, turn: PreparedTurn, answer) -> bool:  # type: ignore[no-untyped-def]
         try:
-            await self.store.append_turn(turn.conversation_id, turn.question, answer)
+            if turn.turn_id is None:  # the question could not be stored at the start: store it all now
+                await self.store.append_turn(turn.conversation_id, turn.question, answer)
+            else:
+                await self.store.finish_turn(
+                    turn.turn_id,
+                    turn.conversation_id,
+                    answer=answer.answer,
+                    status="done",
+                    language=answer.language,
+                    agent=answer.agent,
+                    scenario=answer.scenario,
+                )
             return True
         except Exception:
             log.exception("could not store a turn of conversation %s", turn.conversation_id)
             return False
 
-    async def _keep_id(self, turn: PreparedTurn) -> None:
+    async def _finish(self, turn: PreparedTurn, status: TurnStatus, message: str) -> None:
         try:
-            await self.store.ensure_conversation(turn.conversation_id, turn.language)
+            if turn.turn_id is None:
+                await self.store.ensure_conversation(turn.conversation_id, turn.language)
+            else:
+                await self.store.finish_turn(
+                    turn.turn_id,
+                    turn.conversation_id,
+                    answer=message,
+                    status=status,
+                    agent=getattr(self.agent, "name", ""),
+                )
         except Exception:
             log.exception("could not store conversation %s", turn.conversation_id)

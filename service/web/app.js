@@ -313,6 +313,11 @@
     turn.view.text = text;
     card.append(text);
     if (turn.error) card.append(renderError(turn.error));
+    if (turn.interrupted) { // a stored turn cut off before its answer finished: offer to ask it again
+      const again = el("button", { type: "button", class: "ask-again", text: t("ask_again") });
+      again.addEventListener("click", () => ask(turn.question));
+      card.append(el("div", { class: "notice interrupted", text: t("interrupted") }, again));
+    }
     if (turn.estimate && turn.estimate.suggestions && turn.estimate.suggestions.length) {
       card.append(renderSuggestions(turn.estimate, turn.display));
     }
@@ -529,7 +534,8 @@
     $("welcome").hidden = conv.turns.length > 0;
     for (const stored of conv.turns) {
       const turn = { question: stored.question, text: stored.answer, scenario: stored.scenario, estimate: null,
-                     display: null, notices: [], error: null, agent: stored.agent, done: true };
+                     display: null, notices: [], error: null, agent: stored.agent, done: true,
+                     interrupted: stored.status === "interrupted" || stored.status === "in_progress" };
       state.turns.push(turn);
       renderTurn(turn);
       if (stored.scenario) { // the estimate again, with its panel texts in the turn's language

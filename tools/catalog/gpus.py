@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tools.catalog.fuzzy import closest, normalize
-from tools.errors import ScenarioError
+from tools.errors import ScenarioError, quote
 
 GPUS_JSON = Path(__file__).with_name("gpus.json")
 GPU_ACCEPTED = "a catalog GPU id or common name (a100-80gb, 4090, H100, H20, 910B, MI300X; see GET /v1/gpus)"
@@ -173,11 +173,11 @@ def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
     if hit is None:
         raise ScenarioError(
             "gpu",
-            f"unknown GPU '{name}'",
+            f"unknown GPU '{quote(name)}'",
             accepted=GPU_ACCEPTED,
             suggestions=closest(key, {k: v[0] for k, v in index.items()}),
             code="unknown_gpu",
-            values={"name": name},
+            values={"name": quote(name)},
         )
     gpu_id, note = hit
     return get_gpu(gpu_id), note

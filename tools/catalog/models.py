@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tools.architecture import Architecture, ParamBreakdown
 from tools.catalog.fuzzy import closest, normalize, strip_variant
-from tools.errors import ScenarioError
+from tools.errors import ScenarioError, quote
 
 MODELS_JSON = Path(__file__).with_name("models.json")
 MODEL_ACCEPTED = "a catalog id (see GET /v1/catalog/models), a bare size like 7B / 70亿, or an HF config.json"
@@ -130,11 +130,11 @@ def find_model(name: str) -> ModelSpec:
     if spec is None:
         raise ScenarioError(
             "model",
-            f"unknown model '{name}'",
+            f"unknown model '{quote(name)}'",
             accepted=MODEL_ACCEPTED,
             suggestions=model_suggestions(name or ""),
             code="unknown_model",
-            values={"name": name},
+            values={"name": quote(name)},
         )
     return spec
 
@@ -156,9 +156,9 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
         return ResolvedModel(spec=None, architecture=arch, params=count_params(arch).total, assumed=assumed)
     raise ScenarioError(
         "model",
-        f"unknown model '{name_or_size}'",
+        f"unknown model '{quote(name_or_size)}'",
         accepted=MODEL_ACCEPTED,
         suggestions=model_suggestions(name_or_size or ""),
         code="unknown_model",
-        values={"name": name_or_size},
+        values={"name": quote(name_or_size)},
     )

@@ -8,6 +8,7 @@ model with the nearest parameter count, within `MAX_RELATIVE_GAP`.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -118,7 +119,8 @@ def _base(hidden: int, layers: int, vocab: int) -> Architecture:
         hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=min(TYPICAL_KV_HEADS, heads),
+        # GQA groups whole query heads: the largest count up to 8 that divides the heads (12 heads -> 4)
+        num_key_value_heads=math.gcd(TYPICAL_KV_HEADS, heads),
         head_dim=TYPICAL_HEAD_DIM,
         intermediate_size=8,
         vocab_size=vocab,

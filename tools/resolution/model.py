@@ -64,6 +64,12 @@ def _breakdown(arch: Architecture) -> ParamBreakdown:
     return count_params(arch)
 
 
+def _size_label(params: int) -> str:
+    """'7B', '1.5B', '2000B': the count in billions, never with an exponent ('1e+06B' is no size)."""
+    billions = f"{params / 1e9:g}"
+    return f"{billions if 'e' not in billions else f'{params / 1e9:f}'.rstrip('0').rstrip('.')}B"
+
+
 def resolve_model_ref(
     model: str | None, params: int | None, architecture: Architecture | None
 ) -> tuple[ModelRef, list[Assumption], list[str]]:
@@ -83,8 +89,11 @@ def resolve_model_ref(
         # the size (tools.catalog.sizes.architecture_for_params); 7e9 in fp16 is 14.0 GB of weights
         from tools.catalog.sizes import architecture_for_params
 
-        arch, shape = architecture_for_params(params)
-        label = f"{params / 1e9:g}B"
+        try:
+            arch, shape = architecture_for_params(params)
+        except ScenarioError as err:  # the count given is what is wrong
+            raise ScenarioError("params", err.message, accepted=err.accepted) from None
+        label = _size_label(params)
         ref = ModelRef(label, label, arch, _breakdown(arch))
         assumptions.append(
             Assumption(
