@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from tools.precision import Recipe
 from tools.quant import WeightFormat
 
 if TYPE_CHECKING:
+    from tools.architecture import Architecture, ParamBreakdown
     from tools.resolve import ModelRef, ResolvedScenario
 
 
@@ -30,18 +31,18 @@ class ModelStep:
     batch: int
     seq: int
     loc: LocalParams
+    # read by every component: set once from the fields above (plain attributes, no call per read)
+    lay: Layout = field(init=False)
+    arch: Architecture = field(init=False)
+    pb: ParamBreakdown = field(init=False)
+    dp: int = field(init=False)  # data-parallel ranks (the ZeRO divisor N)
 
-    @property
-    def lay(self) -> Layout:
-        return self.rs.layout
-
-    @property
-    def arch(self):
-        return self.model.arch
-
-    @property
-    def pb(self):
-        return self.model.params
+    def __post_init__(self) -> None:
+        lay = self.rs.layout
+        object.__setattr__(self, "lay", lay)
+        object.__setattr__(self, "arch", self.model.arch)
+        object.__setattr__(self, "pb", self.model.params)
+        object.__setattr__(self, "dp", lay.dp)
 
     @property
     def vocab_local(self) -> int:
@@ -55,29 +56,21 @@ class TrainStep(ModelStep):
 
     spec: TrainableSpec | None = None  # None: every parameter trains
     adapters: bool = False  # LoRA-style: frozen base in `fmt`, adapters in the recipe's bytes
+    recipe: Recipe = field(init=False)
+    opt: OptimizerRule = field(init=False)
+    trainable: TrainableSpec = field(init=False)  # `spec`, or every parameter
 
-    @property
-    def recipe(self) -> Recipe:
-        assert self.rs.recipe is not None
-        return self.rs.recipe
-
-    @property
-    def opt(self) -> OptimizerRule:
-        assert self.rs.optimizer is not None
-        return self.rs.optimizer
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        assert self.rs.recipe is not None and self.rs.optimizer is not None
+        object.__setattr__(self, "recipe", self.rs.recipe)
+        object.__setattr__(self, "opt", self.rs.optimizer)
+        object.__setattr__(self, "trainable", self.spec or full_trainable(self.pb, self.arch.hidden_size))
 
     @cached_property
-    def trainable(self) -> TrainableSpec:
-        return self.spec or full_trainable(self.pb, self.arch.hidden_size)
-
-    @property
     def full(self) -> bool:
         """Every parameter trains (full fine-tuning, pretraining)."""
         return not self.adapters and self.trainable.params >= self.pb.total
-
-    @property
-    def dp(self) -> int:
-        return self.lay.dp
 
     @cached_property
     def trainable_local(self) -> int:
@@ -90,7 +83,7 @@ class TrainStep(ModelStep):
             return self.loc.total
         return round(trainable_layers_on_stage(spec, pb, stage) * self.loc.layer_local)
 
-    @property
+    @cached_property
     def trainable_share(self) -> float:
         """This GPU's share of the trainable parameters (scales optimizer states computed globally)."""
         spec = self.trainable
