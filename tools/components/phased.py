@@ -6,7 +6,8 @@ each phase, with the formula, the substituted figures and the source. The footpr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tools.parallel import Stage
 from tools.result import Component
@@ -30,6 +31,8 @@ class PhasedComponent:
     at: At
     model_role: str | None = None
     note: str | None = None
+    # one Component per distinct entry: phases with the same entry share it (components are never mutated)
+    _built: dict[Entry, Component] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def bytes_at(self, phase: str) -> int:
         entry = self.at.get(phase)
@@ -39,6 +42,12 @@ class PhasedComponent:
         entry = self.at.get(phase)
         if not entry or entry[0] <= 0:
             return None
+        built = self._built.get(entry)
+        if built is None:
+            built = self._built[entry] = self._component(entry)
+        return built
+
+    def _component(self, entry: Entry) -> Component:
         return Component.model_construct(
             name=self.name,
             bytes=int(entry[0]),
@@ -79,6 +88,7 @@ def same(phases: tuple[str, ...], value: int, formula: str, subst: str) -> At:
     return {ph: (value, formula, subst) for ph in phases}
 
 
+@lru_cache(maxsize=512)  # a few dozen distinct sources; called for every component of every estimate
 def cite(*sources: str) -> str:
     """Join source strings naming each reference once ("ZeRO paper sec. 3.1" and "ZeRO (Rajbhandari
     et al. 2020) sec. 3.1" are the same reference)."""

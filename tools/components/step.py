@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 from tools.components.local import LocalParams
@@ -59,46 +58,45 @@ class TrainStep(ModelStep):
     recipe: Recipe = field(init=False)
     opt: OptimizerRule = field(init=False)
     trainable: TrainableSpec = field(init=False)  # `spec`, or every parameter
+    full: bool = field(init=False)  # every parameter trains (full fine-tuning, pretraining)
+    # trainable parameters held by this GPU (adapters: their TP/PP share; freeze: the trainable layers
+    # among this stage's; full: every local parameter), and their share of the trainable set
+    trainable_local: int = field(init=False)
+    trainable_share: float = field(init=False)
+    # how long gradients live: the framework decides (tools.phases.gradient_lifetime)
+    gradient_life: GradsWholeStep | GradsFromBackward = field(init=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        assert self.rs.recipe is not None and self.rs.optimizer is not None
-        object.__setattr__(self, "recipe", self.rs.recipe)
-        object.__setattr__(self, "opt", self.rs.optimizer)
-        object.__setattr__(self, "trainable", self.spec or full_trainable(self.pb, self.arch.hidden_size))
+        rs, pb = self.rs, self.pb
+        assert rs.recipe is not None and rs.optimizer is not None
+        spec = self.spec or full_trainable(pb, self.arch.hidden_size)
+        local = self._trainable_local(spec)
+        lay = self.lay
+        life = gradient_lifetime(
+            zero_stage=lay.zero_stage,
+            recipe=rs.recipe.name,
+            model_parallel=lay.tp * lay.pp * lay.cp > 1,
+            accumulation_steps=rs.scenario.gradient_accumulation_steps or 1,
+        )
+        for name, value in (
+            ("recipe", rs.recipe),
+            ("opt", rs.optimizer),
+            ("trainable", spec),
+            ("full", not self.adapters and spec.params >= pb.total),
+            ("trainable_local", local),
+            ("trainable_share", local / spec.params if spec.params else 0.0),
+            ("gradient_life", life),
+        ):
+            object.__setattr__(self, name, value)
 
-    @cached_property
-    def full(self) -> bool:
-        """Every parameter trains (full fine-tuning, pretraining)."""
-        return not self.adapters and self.trainable.params >= self.pb.total
-
-    @cached_property
-    def trainable_local(self) -> int:
-        """Trainable parameters held by this GPU (adapters: their TP/PP share; freeze: the trainable
-        layers among this stage's; full: every local parameter)."""
-        spec, pb, stage = self.trainable, self.pb, self.stage
+    def _trainable_local(self, spec: TrainableSpec) -> int:
+        pb, stage = self.pb, self.stage
         if self.adapters:
             return round(spec.params * stage.n_layers / pb.num_layers / self.lay.tp)
         if spec.params >= pb.total:
             return self.loc.total
         return round(trainable_layers_on_stage(spec, pb, stage) * self.loc.layer_local)
-
-    @cached_property
-    def trainable_share(self) -> float:
-        """This GPU's share of the trainable parameters (scales optimizer states computed globally)."""
-        spec = self.trainable
-        return self.trainable_local / spec.params if spec.params else 0.0
-
-    @cached_property
-    def gradient_life(self) -> GradsWholeStep | GradsFromBackward:
-        """How long gradients live: the framework decides (tools.phases.gradient_lifetime)."""
-        lay = self.lay
-        return gradient_lifetime(
-            zero_stage=lay.zero_stage,
-            recipe=self.recipe.name,
-            model_parallel=lay.tp * lay.pp * lay.cp > 1,
-            accumulation_steps=self.rs.scenario.gradient_accumulation_steps or 1,
-        )
 
 
 def trainable_layers_on_stage(spec: TrainableSpec, pb, stage: Stage) -> int:
