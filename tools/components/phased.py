@@ -6,7 +6,7 @@ each phase, with the formula, the substituted figures and the source. The footpr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from tools.parallel import Stage
@@ -31,8 +31,6 @@ class PhasedComponent:
     at: At
     model_role: str | None = None
     note: str | None = None
-    # one Component per distinct entry: phases with the same entry share it (components are never mutated)
-    _built: dict[Entry, Component] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def bytes_at(self, phase: str) -> int:
         entry = self.at.get(phase)
@@ -42,9 +40,15 @@ class PhasedComponent:
         entry = self.at.get(phase)
         if not entry or entry[0] <= 0:
             return None
-        built = self._built.get(entry)
+        # one Component per distinct entry: phases with the same entry share it (components are never
+        # mutated); the memo is made on first use, so footprints only summed (the planner) skip it
+        memo = self.__dict__.get("_built")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_built", memo)
+        built = memo.get(entry)
         if built is None:
-            built = self._built[entry] = self._component(entry)
+            built = memo[entry] = self._component(entry)
         return built
 
     def _component(self, entry: Entry) -> Component:

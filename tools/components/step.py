@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from tools.resolve import ModelRef, ResolvedScenario
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ModelStep:
-    """One model on the most loaded GPU of `stage`: inputs shared by its components."""
+    """One model on the most loaded GPU of `stage`: inputs shared by its components (read-only once
+    built; slots, not frozen, so that building one per candidate of the planner stays cheap)."""
 
     rs: ResolvedScenario
     model: ModelRef
@@ -37,11 +38,10 @@ class ModelStep:
     dp: int = field(init=False)  # data-parallel ranks (the ZeRO divisor N)
 
     def __post_init__(self) -> None:
-        lay = self.rs.layout
-        object.__setattr__(self, "lay", lay)
-        object.__setattr__(self, "arch", self.model.arch)
-        object.__setattr__(self, "pb", self.model.params)
-        object.__setattr__(self, "dp", lay.dp)
+        self.lay = lay = self.rs.layout
+        self.arch = self.model.arch
+        self.pb = self.model.params
+        self.dp = lay.dp
 
     @property
     def vocab_local(self) -> int:
@@ -49,7 +49,7 @@ class ModelStep:
         return -(-self.arch.vocab_size // self.lay.tp)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TrainStep(ModelStep):
     """A training step of one model: its trainable set, recipe, optimizer and local trainable share."""
 
@@ -67,28 +67,20 @@ class TrainStep(ModelStep):
     gradient_life: GradsWholeStep | GradsFromBackward = field(init=False)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        rs, pb = self.rs, self.pb
+        ModelStep.__post_init__(self)  # (slots=True classes cannot use the zero-argument super())
+        rs, pb, lay = self.rs, self.pb, self.lay
         assert rs.recipe is not None and rs.optimizer is not None
-        spec = self.spec or full_trainable(pb, self.arch.hidden_size)
-        local = self._trainable_local(spec)
-        lay = self.lay
-        life = gradient_lifetime(
+        self.recipe, self.opt = rs.recipe, rs.optimizer
+        self.trainable = spec = self.spec or full_trainable(pb, self.arch.hidden_size)
+        self.full = not self.adapters and spec.params >= pb.total
+        self.trainable_local = local = self._trainable_local(spec)
+        self.trainable_share = local / spec.params if spec.params else 0.0
+        self.gradient_life = gradient_lifetime(
             zero_stage=lay.zero_stage,
             recipe=rs.recipe.name,
             model_parallel=lay.tp * lay.pp * lay.cp > 1,
             accumulation_steps=rs.scenario.gradient_accumulation_steps or 1,
         )
-        for name, value in (
-            ("recipe", rs.recipe),
-            ("opt", rs.optimizer),
-            ("trainable", spec),
-            ("full", not self.adapters and spec.params >= pb.total),
-            ("trainable_local", local),
-            ("trainable_share", local / spec.params if spec.params else 0.0),
-            ("gradient_life", life),
-        ):
-            object.__setattr__(self, name, value)
 
     def _trainable_local(self, spec: TrainableSpec) -> int:
         pb, stage = self.pb, self.stage
