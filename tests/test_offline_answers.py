@@ -280,16 +280,17 @@ def test_cli_ask_bad_input_exits_2_with_one_line() -> None:
 
 
 def test_chinese_answers_show_the_accuracy_note_in_chinese() -> None:
-    from tools.accuracy import accuracy_bound, accuracy_note
+    from service.agent.render import accuracy_text
+    from tools.accuracy import accuracy_bound
 
     b = accuracy_bound()
     zh = done(collect("一张4090推理Llama-3-8B，batch 1，上下文4096")).answer
     en = done(collect("Llama-3-8B inference on one 4090, batch 1, context 4096")).answer
-    assert zh.estimate is not None and zh.estimate.accuracy_note == accuracy_note("en")
-    assert f"准确度：{accuracy_note('zh')}" in zh.answer
+    assert zh.estimate is not None and zh.estimate.accuracy == b  # the figures are data; the words are ours
+    assert f"准确度：{accuracy_text(b, 'zh')}" in zh.answer
     assert f"通常误差在 {b.typical_pct}% 以内" in zh.answer and f"在 {b.cases} 个实测" in zh.answer
     assert "Tensor-peak estimates" not in zh.answer
-    assert f"Accuracy: {accuracy_note('en')}" in en.answer and "准确度" not in en.answer
+    assert f"Accuracy: {accuracy_text(b, 'en')}" in en.answer and "准确度" not in en.answer
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
