@@ -187,50 +187,12 @@ class LlamaBlock:
         kernel: str = "",
     ) -> LayerActivations:
         kernel = kernel or ("flash" if flash else "eager")
-        flash = kernel == "flash"
         B, h, a, d = act_bytes, arch.hidden_size, arch.num_attention_heads, arch.d_head
         tok = s * b
         norm_div = tp if sp else 1
-        # norms (replicated under TP without SP): the fp32 upcast copy always; the normalised tensor
-        # when the norm weight trains; the output when a consuming linear trains. The first two norms
-        # feed attention and MLP; extra ones (Gemma's post-norms) feed the residual add.
-        # `weight * hidden.to(input_dtype)` saves the normalised tensor in the residual dtype (fp32
-        # under amp: fp32 embeddings keep the residual stream fp32)
-        upcast = cal.RMSNORM_FP32_UPCAST_BYTES
-        # (GemmaRMSNorm: `x * (1 + weight.float())` always in fp32)
-        normed = cal.RMSNORM_NORMALIZED_SAVED_COPIES * (4 if arch.norm_fp32_scale else residual_bytes)
-        out_copy = cal.RMSNORM_OUTPUT_SAVED_COPIES * B
-        own = upcast + (normed if mask.norm_weights else 0)
-        attn_in_n, mlp_in_n = self._input_consumers(arch, mask, residual_bytes != B)
-        norm = (
-            2 * own + out_copy * (attn_in_n + mlp_in_n) + max(0, arch.norms_per_layer - 2) * own
-        ) * h + cal.RMSNORM_RSQRT_BYTES * arch.norms_per_layer
-        o_in = cal.ATTN_O_PROJ_INPUT_COPIES if mask.attn_out else 0
-        if mask.attn_out and mask.own_input_copies:
-            o_in = 1  # the LoRA path's own 16-bit copy of o_proj's input
-        if arch.kv_lora_rank:  # MLA: per-head q/k of (nope + rope), v of v_head_dim, latent norms
-            qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
-            vd = int(arch.v_head_dim or d)
-            attn = B * a * (2 * qk + vd) + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * vd
-            norm += (own + (out_copy if mask.attn_in else 0)) * (
-                int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
-            )
-        elif kernel == "math":
-            # SDPA math kernel (torch/nn/attention _scaled_dot_product_attention_math): scaled q, scaled
-            # and head-expanded k, expanded v, and the output: 4 tensors of a*d (traced tinyllama fp32)
-            attn = cal.MATH_SDPA_AD_SAVED_COPIES * B * a * d + o_in * B * a * d
-        else:
-            kv_heads = a if (not flash and cal.EAGER_KV_REPEAT) else max(1, arch.kv_heads)
-            attn = (
-                cal.ATTN_Q_SAVED_COPIES * B * a * d
-                + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
-                + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
-            )
-        if arch.qk_norm:
-            # Qwen3/Gemma3 q_norm/k_norm: per-head RMSNorm before RoPE (RoPE's mul saves only cos/sin):
-            # fp32 upcast (+ normalised copy when the weight trains) of a+g heads, one fp32 rsqrt per head
-            heads = a + max(1, arch.kv_heads)
-            attn += (upcast + (B if mask.norm_weights else 0)) * heads * d + cal.RMSNORM_RSQRT_BYTES * heads
+        norm, own, out_copy = self._norm_bytes(arch, B, residual_bytes, mask)
+        attn, latent_norms = self._attention_bytes(arch, B, mask, kernel, own, out_copy)
+        norm += latent_norms
         mlp = self._mlp_per_token(arch, B, mask)
         attn += cal.DORA_SAVED_OUTPUT_COPIES * B * mask.dora_out_features
         if mask.lora_dropout:  # 1-byte dropout masks of every targeted linear's input
@@ -239,16 +201,7 @@ class LlamaBlock:
                 + (a * d if mask.attn_out else 0)
                 + (arch.intermediate_size if mask.mlp_out else 0)
             )
-        if flash:
-            core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
-            core = tok * core_tok / tp
-        elif kernel == "math":  # the softmax output (compute dtype), also what matmul(probs, v) saves
-            core = B * a * s * s * b / tp
-        else:  # fp32 softmax output + B-byte probabilities per score element (one tensor under fp32)
-            per_score = cal.EAGER_SOFTMAX_FP32_BYTES + (cal.EAGER_PROBS_SAVED_COPIES * B if B != 4 else 0)
-            if arch.attn_logit_softcapping:  # Gemma-2: tanh(scores / cap) saves its output
-                per_score += B
-            core = per_score * a * s * s * b / tp
+        core = self._core_bytes(arch, B, s, b, tp, kernel)
         per_tok = norm / norm_div + (attn + mlp) / tp
         full = int(tok * per_tok + core)
         # readable: bytes saved per token by the norms, the attention projections and the MLP, then the core
@@ -269,6 +222,79 @@ class LlamaBlock:
         return LayerActivations(
             full, int(core), tok * h * residual_bytes // (tp if sp else 1), formula, subst
         )
+
+    def _norm_bytes(
+        self, arch: Architecture, B: int, residual_bytes: int, mask: SaveMask
+    ) -> tuple[float, float, float]:
+        """(bytes per token saved by the layer's norms, one norm's own saved bytes per element, the
+        16-bit output copy per element)."""
+        h = arch.hidden_size
+        # norms (replicated under TP without SP): the fp32 upcast copy always; the normalised tensor
+        # when the norm weight trains; the output when a consuming linear trains. The first two norms
+        # feed attention and MLP; extra ones (Gemma's post-norms) feed the residual add.
+        # `weight * hidden.to(input_dtype)` saves the normalised tensor in the residual dtype (fp32
+        # under amp: fp32 embeddings keep the residual stream fp32)
+        upcast = cal.RMSNORM_FP32_UPCAST_BYTES
+        # (GemmaRMSNorm: `x * (1 + weight.float())` always in fp32)
+        normed = cal.RMSNORM_NORMALIZED_SAVED_COPIES * (4 if arch.norm_fp32_scale else residual_bytes)
+        out_copy = cal.RMSNORM_OUTPUT_SAVED_COPIES * B
+        own = upcast + (normed if mask.norm_weights else 0)
+        attn_in_n, mlp_in_n = self._input_consumers(arch, mask, residual_bytes != B)
+        norm = (
+            2 * own + out_copy * (attn_in_n + mlp_in_n) + max(0, arch.norms_per_layer - 2) * own
+        ) * h + cal.RMSNORM_RSQRT_BYTES * arch.norms_per_layer
+        return norm, own, out_copy
+
+    @staticmethod
+    def _attention_bytes(
+        arch: Architecture, B: int, mask: SaveMask, kernel: str, own: float, out_copy: float
+    ) -> tuple[float, float]:
+        """(bytes per token saved by the attention projections, MLA latent norms' bytes per token)."""
+        a, d = arch.num_attention_heads, arch.d_head
+        latent_norms = 0
+        o_in = cal.ATTN_O_PROJ_INPUT_COPIES if mask.attn_out else 0
+        if mask.attn_out and mask.own_input_copies:
+            o_in = 1  # the LoRA path's own 16-bit copy of o_proj's input
+        if arch.kv_lora_rank:  # MLA: per-head q/k of (nope + rope), v of v_head_dim, latent norms
+            qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
+            vd = int(arch.v_head_dim or d)
+            attn = B * a * (2 * qk + vd) + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * vd
+            latent_norms = (own + (out_copy if mask.attn_in else 0)) * (
+                int(arch.kv_lora_rank) + int(arch.q_lora_rank or 0)
+            )
+        elif kernel == "math":
+            # SDPA math kernel (torch/nn/attention _scaled_dot_product_attention_math): scaled q, scaled
+            # and head-expanded k, expanded v, and the output: 4 tensors of a*d (traced tinyllama fp32)
+            attn = cal.MATH_SDPA_AD_SAVED_COPIES * B * a * d + o_in * B * a * d
+        else:
+            kv_heads = a if (kernel != "flash" and cal.EAGER_KV_REPEAT) else max(1, arch.kv_heads)
+            attn = (
+                cal.ATTN_Q_SAVED_COPIES * B * a * d
+                + cal.ATTN_KV_SAVED_COPIES * B * kv_heads * d
+                + (cal.ATTN_OUT_SAVED_COPIES + o_in) * B * a * d
+            )
+        if arch.qk_norm:
+            # Qwen3/Gemma3 q_norm/k_norm: per-head RMSNorm before RoPE (RoPE's mul saves only cos/sin):
+            # fp32 upcast (+ normalised copy when the weight trains) of a+g heads, one fp32 rsqrt per head
+            heads = a + max(1, arch.kv_heads)
+            upcast = cal.RMSNORM_FP32_UPCAST_BYTES
+            attn += (upcast + (B if mask.norm_weights else 0)) * heads * d + cal.RMSNORM_RSQRT_BYTES * heads
+        return attn, latent_norms
+
+    @staticmethod
+    def _core_bytes(arch: Architecture, B: int, s: int, b: int, tp: int, kernel: str) -> float:
+        """The attention core of one layer: flash's fp32 log-sum-exp, or the materialised scores."""
+        a = arch.num_attention_heads
+        if kernel == "flash":
+            core_tok = cal.FLASH_LSE_BYTES_PER_HEAD * a
+            return s * b * core_tok / tp
+        if kernel == "math":  # the softmax output (compute dtype), also what matmul(probs, v) saves
+            return B * a * s * s * b / tp
+        # fp32 softmax output + B-byte probabilities per score element (one tensor under fp32)
+        per_score = cal.EAGER_SOFTMAX_FP32_BYTES + (cal.EAGER_PROBS_SAVED_COPIES * B if B != 4 else 0)
+        if arch.attn_logit_softcapping:  # Gemma-2: tanh(scores / cap) saves its output
+            per_score += B
+        return per_score * a * s * s * b / tp
 
     @staticmethod
     def _input_consumers(arch: Architecture, mask: SaveMask, fp32_norm_out: bool) -> tuple[int, int]:

@@ -29,7 +29,7 @@ RMSNORM_OUTPUT_SAVED_COPIES = 1  # x B x h: the norm output, saved by the next l
 # (always: the residual stream requires grad); SDPA's output is saved by SDPA. SDPA (flash and
 # memory-efficient, CPU and CUDA) returns a (b, s, a, d) memory layout, so o_proj's input
 # `transpose(1, 2).reshape(...)` is a view of that same storage: no second tensor (traced op by op,
-# real CPU tensors, transformers 5.24 modeling_llama; benchmarks/accuracy, H4 finding A).
+# real CPU tensors, transformers 5.24 modeling_llama; benchmarks/accuracy traced cases).
 ATTN_Q_SAVED_COPIES = 1  # x B x (a*d)
 ATTN_KV_SAVED_COPIES = 2  # x B x (g*d): k_embed and v (flash/SDPA with enable_gqa: no repeat_kv copy)
 ATTN_OUT_SAVED_COPIES = 1  # x B x (a*d): SDPA output

@@ -30,7 +30,6 @@ from tools.overhead import overhead_bytes, overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Assumption, Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
-from tools.rl import rl_footprint
 from tools.scenario import Scenario
 from tools.serving import EngineInputs
 
@@ -38,6 +37,8 @@ from tools.serving import EngineInputs
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     """The job's footprint on its most loaded GPU (RL tasks composed by tools.rl)."""
     if rs.task in RL_TASKS:
+        from tools.rl import rl_footprint  # RL jobs only: keeps the start-up of the others light
+
         return rl_footprint(rs)
     return model_footprint(rs)
 

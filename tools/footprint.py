@@ -104,32 +104,24 @@ def model_footprint(
     if mode not in ("train", "generate", "forward"):
         raise ValueError(f"mode must be train, generate or forward, not {mode!r}")
     own = model is rs.model
+    fmt, batch, seq = weight_format or rs.weight_format, batch or rs.batch, seq or rs.seq
+    if mode == "train":
+        spec = trainable if trainable is not None else (rs.trainable if own else None)
+        adapters = adapters if adapters is not None else (rs.adapters if own else False)
     best: ModelFootprint | None = None
     for stage in rs.layout.stages(model.params.num_layers):
-        step = dict(
-            rs=rs,
-            model=model,
-            stage=stage,
-            role=role,
-            fmt=weight_format or rs.weight_format,
-            batch=batch or rs.batch,
-            seq=seq or rs.seq,
-            loc=local_params(model, rs, stage),
-        )
+        loc = local_params(model, rs, stage)
         if mode == "train":
             fp = train_footprint(
-                TrainStep(
-                    **step,
-                    spec=trainable if trainable is not None else (rs.trainable if own else None),
-                    adapters=adapters if adapters is not None else (rs.adapters if own else False),
-                )
+                TrainStep(rs, model, stage, role, fmt, batch, seq, loc, spec, bool(adapters))
             )
         elif mode == "generate":
-            fp = generate_footprint(ModelStep(**step), prompt_len, kv_sequences)
-        else:
-            fp = forward_footprint(
-                ModelStep(**step), True if all_position_logits is None else all_position_logits
+            fp = generate_footprint(
+                ModelStep(rs, model, stage, role, fmt, batch, seq, loc), prompt_len, kv_sequences
             )
+        else:
+            all_positions = True if all_position_logits is None else all_position_logits
+            fp = forward_footprint(ModelStep(rs, model, stage, role, fmt, batch, seq, loc), all_positions)
         if best is None or fp.peak_bytes > best.peak_bytes:
             best = fp
     assert best is not None

@@ -47,7 +47,7 @@ class GradsFromBackward:
     """HF Trainer / plain PyTorch with one micro-batch per step: `zero_grad(set_to_none=True)` after the
     step, so no gradient exists in forward or at the start of backward; they appear layer by layer
     during backward and are all alive at its end and at the optimizer step (traced: llama-3-8b amp b1
-    s2048, 0 B of gradients at the backward peak; benchmarks/accuracy, H4 finding 2)."""
+    s2048, 0 B of gradients at the backward peak; benchmarks/accuracy traced cases)."""
 
     name = "from_backward"
     phases = ("optimizer_step",)  # the end of backward has the same gradients as the step

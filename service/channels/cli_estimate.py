@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any, TextIO
 
@@ -55,6 +56,10 @@ def load_scenario(text: str) -> Any:
 def run_estimate(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
+    # pydantic looks for plugins by reading every installed distribution's entry points when its first
+    # model is built (pydantic/plugin/_loader.py); the estimator uses none. Stated explicitly, the
+    # variable is left as set (PYDANTIC_DISABLE_PLUGINS="" re-enables plugins).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from pydantic import ValidationError
 
     from tools.errors import ScenarioError

@@ -41,6 +41,18 @@ class PhasedComponent:
         entry = self.at.get(phase)
         if not entry or entry[0] <= 0:
             return None
+        # one Component per distinct entry: phases with the same entry share it (components are never
+        # mutated); the memo is made on first use, so footprints only summed (the planner) skip it
+        memo = self.__dict__.get("_built")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_built", memo)
+        built = memo.get(entry)
+        if built is None:
+            built = memo[entry] = self._component(entry)
+        return built
+
+    def _component(self, entry: Entry) -> Component:
         return Component.model_construct(
             name=self.name,
             bytes=int(entry[0]),

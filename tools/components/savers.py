@@ -131,59 +131,15 @@ def saver_parts(
     if rs.recipe is None or ts.model is not rs.model:
         return components
     parts: list[PhasedComponent] = [p for p in components if p is not None]
-    role = ts.role
     stage = ts.stage
-    last = stage.last
     lay = rs.layout
-    tokens = ts.batch * max(1, ts.seq // lay.cp)
-    phases = ("end_of_forward", "backward", "optimizer_step")
-    h = rs.model.arch.hidden_size
-
-    def find(name: str) -> int | None:
-        return next((i for i, p in enumerate(parts) if p.name == name), None)
-
     ce = sc.cross_entropy or "standard"
-    if ce in CE_LABELS and last:
+    if ce in CE_LABELS and stage.last:
         notes.append(note(CE_NOTES[ce]))
-
     if sc.optimizer_in_backward:
-        parts = [p for p in parts if p.name not in ("gradients", "end_of_backward_temporaries")]
-        largest = max((r * c for r, c, _k in (rs.trainable.matrices if rs.trainable else ())), default=0)
-        g = largest * rs.recipe.grad_bytes // max(1, lay.tp)
-        parts.append(
-            _phased(
-                "gradients",
-                "gradient of the parameter being stepped (optimizer in backward)",
-                SAVER_SOURCES["optimizer_in_backward"],
-                {
-                    "backward": (
-                        g,
-                        "largest trainable tensor x B_grad",
-                        f"{largest:,} x {rs.recipe.grad_bytes} B",
-                    )
-                },
-                role,
-            )
-        )
-        notes.append(note("optimizer_in_backward"))
-
+        parts = _optimizer_in_backward(ts, parts, notes)
     if sc.activation_offloading and rs.recompute == "full":
-        i = find("activations")
-        if i is not None:
-            p = parts[i]
-            layer_in = (
-                tokens * h * (rs.recipe.residual_bytes if not rs.adapters else rs.weight_format.compute_bytes)
-            )
-            n_layers = stage.n_layers
-            in_flight = stage.in_flight
-            moved = layer_in * n_layers * in_flight
-            at = {}
-            for ph, (b, f, s) in p.at.items():
-                nb = max(0, b - moved)
-                at[ph] = (nb, f + " - layer inputs offloaded to CPU", f"{s} - {moved:,} B = {nb:,} B")
-            parts[i] = replace(p, label=p.label + ", layer inputs in CPU memory", at=at)
-            notes.append(note("activation_offloading"))
-
+        parts = _offloaded_layer_inputs(ts, parts, notes)
     if sc.packing:
         notes.append(note("packing"))
     if sc.fp8_training:
@@ -195,6 +151,72 @@ def saver_parts(
     ):
         parts, schedule_note = _pipeline_schedule(rs, parts, stage)
         notes.append(schedule_note)
+    return list(_master_weight_wrapper(ts, parts, notes))
+
+
+def _optimizer_in_backward(
+    ts: TrainStep, parts: list[PhasedComponent], notes: list[Note]
+) -> list[PhasedComponent]:
+    """Each parameter stepped as its gradient is made: only the largest tensor's gradient at once."""
+    rs, lay = ts.rs, ts.rs.layout
+    assert rs.recipe is not None
+    parts = [p for p in parts if p.name not in ("gradients", "end_of_backward_temporaries")]
+    largest = max((r * c for r, c, _k in (rs.trainable.matrices if rs.trainable else ())), default=0)
+    g = largest * rs.recipe.grad_bytes // max(1, lay.tp)
+    parts.append(
+        _phased(
+            "gradients",
+            "gradient of the parameter being stepped (optimizer in backward)",
+            SAVER_SOURCES["optimizer_in_backward"],
+            {
+                "backward": (
+                    g,
+                    "largest trainable tensor x B_grad",
+                    f"{largest:,} x {rs.recipe.grad_bytes} B",
+                )
+            },
+            ts.role,
+        )
+    )
+    notes.append(note("optimizer_in_backward"))
+    return parts
+
+
+def _offloaded_layer_inputs(
+    ts: TrainStep, parts: list[PhasedComponent], notes: list[Note]
+) -> list[PhasedComponent]:
+    """Full recompute with activation offloading: the checkpointed layer inputs live in CPU memory."""
+    rs, stage = ts.rs, ts.stage
+    assert rs.recipe is not None
+    i = next((k for k, p in enumerate(parts) if p.name == "activations"), None)
+    if i is None:
+        return parts
+    p = parts[i]
+    tokens = ts.batch * max(1, ts.seq // rs.layout.cp)
+    h = rs.model.arch.hidden_size
+    layer_in = tokens * h * (rs.recipe.residual_bytes if not rs.adapters else rs.weight_format.compute_bytes)
+    n_layers = stage.n_layers
+    in_flight = stage.in_flight
+    moved = layer_in * n_layers * in_flight
+    at = {}
+    for ph, (b, f, s) in p.at.items():
+        nb = max(0, b - moved)
+        at[ph] = (nb, f + " - layer inputs offloaded to CPU", f"{s} - {moved:,} B = {nb:,} B")
+    parts[i] = replace(p, label=p.label + ", layer inputs in CPU memory", at=at)
+    notes.append(note("activation_offloading"))
+    return parts
+
+
+def _master_weight_wrapper(
+    ts: TrainStep, parts: list[PhasedComponent], notes: list[Note]
+) -> list[PhasedComponent]:
+    """DeepSpeed's ZeRO-0 wrappers of a stated `mixed` recipe: BF16_Optimizer's persistent fp32 gradient
+    buffer (bf16 + pipeline) or FP16_Optimizer's fp32 gradient copies at the step."""
+    rs = ts.rs
+    lay = rs.layout
+    role = ts.role
+    assert rs.recipe is not None
+    phases = ("end_of_forward", "backward", "optimizer_step")
     recipe_filled = any(a.field == "precision_recipe" for a in rs.assumptions)
     if rs.recipe.name == "mixed" and lay.zero_stage == 0 and not lay.offload_optimizer and recipe_filled:
         # the default recipe of a 16-bit full fine-tune is the ZeRO paper's 16 B/param model, kept as it is;
@@ -234,7 +256,7 @@ def saver_parts(
                     role,
                 )
             )
-    return list(parts)
+    return parts
 
 
 def pipeline_microbatches(rs: ResolvedScenario) -> int:

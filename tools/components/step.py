@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tools.components.local import LocalParams
@@ -15,12 +14,14 @@ from tools.precision import Recipe
 from tools.quant import WeightFormat
 
 if TYPE_CHECKING:
+    from tools.architecture import Architecture, ParamBreakdown
     from tools.resolve import ModelRef, ResolvedScenario
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ModelStep:
-    """One model on the most loaded GPU of `stage`: inputs shared by its components."""
+    """One model on the most loaded GPU of `stage`: inputs shared by its components (read-only once
+    built; slots, not frozen, so that building one per candidate of the planner stays cheap)."""
 
     rs: ResolvedScenario
     model: ModelRef
@@ -30,18 +31,17 @@ class ModelStep:
     batch: int
     seq: int
     loc: LocalParams
+    # read by every component: set once from the fields above (plain attributes, no call per read)
+    lay: Layout = field(init=False)
+    arch: Architecture = field(init=False)
+    pb: ParamBreakdown = field(init=False)
+    dp: int = field(init=False)  # data-parallel ranks (the ZeRO divisor N)
 
-    @property
-    def lay(self) -> Layout:
-        return self.rs.layout
-
-    @property
-    def arch(self):
-        return self.model.arch
-
-    @property
-    def pb(self):
-        return self.model.params
+    def __post_init__(self) -> None:
+        self.lay = lay = self.rs.layout
+        self.arch = self.model.arch
+        self.pb = self.model.params
+        self.dp = lay.dp
 
     @property
     def vocab_local(self) -> int:
@@ -49,63 +49,46 @@ class ModelStep:
         return -(-self.arch.vocab_size // self.lay.tp)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TrainStep(ModelStep):
     """A training step of one model: its trainable set, recipe, optimizer and local trainable share."""
 
     spec: TrainableSpec | None = None  # None: every parameter trains
     adapters: bool = False  # LoRA-style: frozen base in `fmt`, adapters in the recipe's bytes
+    recipe: Recipe = field(init=False)
+    opt: OptimizerRule = field(init=False)
+    trainable: TrainableSpec = field(init=False)  # `spec`, or every parameter
+    full: bool = field(init=False)  # every parameter trains (full fine-tuning, pretraining)
+    # trainable parameters held by this GPU (adapters: their TP/PP share; freeze: the trainable layers
+    # among this stage's; full: every local parameter), and their share of the trainable set
+    trainable_local: int = field(init=False)
+    trainable_share: float = field(init=False)
+    # how long gradients live: the framework decides (tools.phases.gradient_lifetime)
+    gradient_life: GradsWholeStep | GradsFromBackward = field(init=False)
 
-    @property
-    def recipe(self) -> Recipe:
-        assert self.rs.recipe is not None
-        return self.rs.recipe
+    def __post_init__(self) -> None:
+        ModelStep.__post_init__(self)  # (slots=True classes cannot use the zero-argument super())
+        rs, pb, lay = self.rs, self.pb, self.lay
+        assert rs.recipe is not None and rs.optimizer is not None
+        self.recipe, self.opt = rs.recipe, rs.optimizer
+        self.trainable = spec = self.spec or full_trainable(pb, self.arch.hidden_size)
+        self.full = not self.adapters and spec.params >= pb.total
+        self.trainable_local = local = self._trainable_local(spec)
+        self.trainable_share = local / spec.params if spec.params else 0.0
+        self.gradient_life = gradient_lifetime(
+            zero_stage=lay.zero_stage,
+            recipe=rs.recipe.name,
+            model_parallel=lay.tp * lay.pp * lay.cp > 1,
+            accumulation_steps=rs.scenario.gradient_accumulation_steps or 1,
+        )
 
-    @property
-    def opt(self) -> OptimizerRule:
-        assert self.rs.optimizer is not None
-        return self.rs.optimizer
-
-    @cached_property
-    def trainable(self) -> TrainableSpec:
-        return self.spec or full_trainable(self.pb, self.arch.hidden_size)
-
-    @property
-    def full(self) -> bool:
-        """Every parameter trains (full fine-tuning, pretraining)."""
-        return not self.adapters and self.trainable.params >= self.pb.total
-
-    @property
-    def dp(self) -> int:
-        return self.lay.dp
-
-    @cached_property
-    def trainable_local(self) -> int:
-        """Trainable parameters held by this GPU (adapters: their TP/PP share; freeze: the trainable
-        layers among this stage's; full: every local parameter)."""
-        spec, pb, stage = self.trainable, self.pb, self.stage
+    def _trainable_local(self, spec: TrainableSpec) -> int:
+        pb, stage = self.pb, self.stage
         if self.adapters:
             return round(spec.params * stage.n_layers / pb.num_layers / self.lay.tp)
         if spec.params >= pb.total:
             return self.loc.total
         return round(trainable_layers_on_stage(spec, pb, stage) * self.loc.layer_local)
-
-    @property
-    def trainable_share(self) -> float:
-        """This GPU's share of the trainable parameters (scales optimizer states computed globally)."""
-        spec = self.trainable
-        return self.trainable_local / spec.params if spec.params else 0.0
-
-    @cached_property
-    def gradient_life(self) -> GradsWholeStep | GradsFromBackward:
-        """How long gradients live: the framework decides (tools.phases.gradient_lifetime)."""
-        lay = self.lay
-        return gradient_lifetime(
-            zero_stage=lay.zero_stage,
-            recipe=self.recipe.name,
-            model_parallel=lay.tp * lay.pp * lay.cp > 1,
-            accumulation_steps=self.rs.scenario.gradient_accumulation_steps or 1,
-        )
 
 
 def trainable_layers_on_stage(spec: TrainableSpec, pb, stage: Stage) -> int:

@@ -9,8 +9,7 @@ suits the heads; the rest replicas.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tools.parallel import Layout, tp_fits_heads
 from tools.resolution.checks import (
@@ -40,8 +39,7 @@ def look_up_gpu(sc: Scenario, f: Filled) -> tuple[GpuSpec, str | None]:
     return gpu, alias_note
 
 
-@dataclass(frozen=True)
-class Parallel:
+class Parallel(NamedTuple):
     """The parallel sizes, GPU count, ZeRO stage and offload chosen for the job."""
 
     tp: int

@@ -77,4 +77,22 @@ def _adapters(sc: Scenario, pb: ParamBreakdown, arch: Architecture, f: Filled) -
         targets = f.fill(
             "lora_targets", default or ["all-linear"], "PEFT default target modules for this model family"
         )
-    return lora_trainable(pb, rank, targets, dora=sc.dora)
+    return _lora_spec(pb, rank, targets, sc.dora)
+
+
+# lora_trainable is pure and costs a quarter of a resolve: the planner resolves the same model and rank
+# for many candidates. Keyed by the breakdown's identity (catalog models are cached objects); the entry
+# keeps its breakdown alive, so an id is never reused while its entry exists.
+_LORA_SPECS: dict[tuple[int, int, tuple[str, ...], bool], tuple[ParamBreakdown, TrainableSpec]] = {}
+
+
+def _lora_spec(pb: ParamBreakdown, rank: int, targets: list[str], dora: bool) -> TrainableSpec:
+    key = (id(pb), rank, tuple(targets), dora)
+    hit = _LORA_SPECS.get(key)
+    if hit is not None and hit[0] is pb:
+        return hit[1]
+    spec = lora_trainable(pb, rank, targets, dora=dora)
+    if len(_LORA_SPECS) >= 256:
+        _LORA_SPECS.clear()
+    _LORA_SPECS[key] = (pb, spec)
+    return spec

@@ -118,12 +118,7 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
             raise ScenarioError(name, f"{name} is not traced (modelled from its source)", accepted="false")
     if s.recompute == "selective":
         raise ScenarioError("recompute", "selective recompute is not traced", accepted="none, full")
-    batch = s.batch_size or 1
-    seq = s.seq_len or 512
-    if s.batch_size is None:
-        notes.append("batch_size not stated: 1")
-    if s.seq_len is None:
-        notes.append("seq_len not stated: 512")
+    batch, seq = _traced_sizes(s, notes)
     return TracePlan(
         architecture=arch,
         family=family,
@@ -144,3 +139,12 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         activation_offload=bool(s.activation_offloading),
         assumptions=notes,
     )
+
+
+def _traced_sizes(s: Scenario, notes: list[str]) -> tuple[int, int]:
+    """Micro-batch and sequence length of the traced run (1 and 512 when not stated, noted)."""
+    if s.batch_size is None:
+        notes.append("batch_size not stated: 1")
+    if s.seq_len is None:
+        notes.append("seq_len not stated: 512")
+    return s.batch_size or 1, s.seq_len or 512
