@@ -224,11 +224,10 @@ def _explain_bytes(spec: QuestionSpec, est: Estimate, language: str) -> list[str
         ]
     lines: list[str] = []
     if spec.topic == "no_effect":
-        from tools.no_effect import no_effect_notes
+        from service.agent.render import no_effect_text
 
-        notes = no_effect_notes(est.scenario, language=language)
         changed = ", ".join(spec.facts["after"])
-        why = " ".join(n.explanation for n in notes if n.field in spec.facts["after"])
+        why = " ".join(no_effect_text(n, language) for n in est.no_effect if n.field in spec.facts["after"])
         lines += ["", _f(language, "breakdown", "no_effect", changed=changed, why=why)]
     if spec.topic == "activations":
         on = bool(est.scenario.gradient_checkpointing)
