@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
-import statistics
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy.stats import error_summary, format_errors
 from tools.architecture import Architecture
 from tools.errors import ScenarioError
 from tools.result import Estimate
@@ -38,7 +37,6 @@ from tools.scenario import Scenario
 from tools.units import GiB
 
 DATA_CSV = Path(__file__).resolve().parents[1] / "data" / "published_memory.csv"
-UNDERESTIMATE_LIMIT_PCT = 5.0  # issue 3: "count of underestimates beyond 5%"
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -437,28 +435,14 @@ def published_rows(
     return [compare_row(row, run) for row in load_rows(path)]
 
 
-def _nearest_rank(sorted_values: list[float], q: float) -> float:
-    # nearest-rank percentile: the smallest value with at least q of the data at or below it
-    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
-
-
 def summarize(results: list[dict[str, Any]], *, comparable_only: bool = True) -> dict[str, Any]:
     """median / p90 absolute error, worst case, underestimates beyond 5%, OOM rows the estimate missed."""
     pool = [r for r in results if r["comparable"] or not comparable_only]
-    scored = [r for r in pool if r["error_pct"] is not None]
-    errors = sorted(abs(r["error_pct"]) for r in scored)
-    worst = max(scored, key=lambda r: abs(r["error_pct"]), default=None)
+    scored = [(r["case_id"], r["error_pct"]) for r in pool if r["error_pct"] is not None]
     ooms = [r for r in pool if r["outcome"] == "oom" and r["estimate_exceeds_card"] is not None]
     return {
-        "scope": "comparable rows" if comparable_only else "all rows",
-        "cases": len(scored),
+        **error_summary(scored, "comparable rows" if comparable_only else "all rows"),
         "errors": sum(1 for r in pool if r["error"]),
-        "median_abs_error_pct": statistics.median(errors) if errors else None,
-        "p90_abs_error_pct": _nearest_rank(errors, 0.9) if errors else None,
-        "mean_signed_error_pct": statistics.fmean(r["error_pct"] for r in scored) if scored else None,
-        "worst_case": worst["case_id"] if worst else None,
-        "worst_error_pct": worst["error_pct"] if worst else None,
-        "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
         "oom_rows": len(ooms),
         "oom_rows_estimated_to_fit": sum(1 for r in ooms if not r["estimate_exceeds_card"]),
     }
@@ -497,9 +481,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     if not summary["cases"]:
         return f"{summary['scope']}: no scored cases ({summary['errors']} rows could not be estimated)"
     return (
-        f"{summary['scope']}: {summary['cases']} cases, median |error| {summary['median_abs_error_pct']:.1f}%, "
-        f"p90 {summary['p90_abs_error_pct']:.1f}%, worst {summary['worst_error_pct']:+.1f}% "
-        f"({summary['worst_case']}), underestimates beyond 5%: {summary['underestimates_beyond_5pct']}, "
+        f"{format_errors(summary)}, underestimates beyond 5%: {summary['underestimates_beyond_5pct']}, "
         f"OOM rows estimated to fit: {summary['oom_rows_estimated_to_fit']}/{summary['oom_rows']}, "
         f"rows not estimable: {summary['errors']}"
     )
