@@ -224,7 +224,7 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
     return names
 
 
-# Settings litgpt rows do not state but litgpt always uses (H11, 18:40 UTC): lit-gpt finetune/lora.py
+# Settings litgpt rows do not state but litgpt always uses: lit-gpt finetune/lora.py
 # `lora_dropout = 0.05` and litgpt config_hub/finetune/*/lora.yaml `lora_dropout: 0.05`; every litgpt
 # fine-tuning script accumulates gradients (global batch > micro-batch: "global batch 128 via gradient
 # accumulation" in resource-tables.md, global_batch_size > micro_batch_size in the config hub), so the
@@ -276,7 +276,7 @@ def to_scenario(row: PublishedRow) -> Scenario:
 
 # ----------------------------------------------------------------------------- litgpt + bitsandbytes rows
 # What litgpt's 4-bit runs hold that the estimator's bitsandbytes rule (transformers + PEFT QLoRA) does not,
-# read from the code the rows ran (H17, 2026-11-29). Applied to the row, never to the estimator:
+# read from the code the rows ran. Applied to the row, never to the estimator:
 # 1. litgpt quantises the LM head. Lightning's BitsandbytesPrecision.init_context patches `torch.nn.Linear`
 #    with its _Linear4bit class while the model is built, and litgpt passes no `ignore_modules`
 #    (Lightning-AI/pytorch-lightning src/lightning/fabric/plugins/precision/bitsandbytes.py; litgpt
@@ -293,7 +293,8 @@ def to_scenario(row: PublishedRow) -> Scenario:
 #    when everything else of the step is alive: 2 x V x h x 2 B, in place of the estimator's workspace
 #    (one 16-bit copy of the largest decoder linear: transformers keeps the LM head 16-bit).
 # Evidence: with 1-3 the NF4 inference rows (resource tables) land within -0.3%..+1.2% of the measured
-# figure (before: -3.6%..-18.7%), e.g. Llama-2-7B nf4: 4.57 GB measured, 3.96 -> 4.27 GiB estimated.
+# figure (without them: -3.6%..-18.7%), e.g. Llama-2-7B nf4: 4.57 GB measured, 3.96 GiB estimated without
+# the adjustment, 4.27 GiB with it.
 LITGPT_DEQUANT_COPIES = 2  # fp16 dequantize_4bit output + its bf16 cast (point 3 above)
 LITGPT_DEQUANT_BYTES = 2  # both copies are 16-bit
 
