@@ -1,4 +1,4 @@
-"""Offline answer latency, in-process: time to first token and to the complete answer (issue 4).
+"""Offline answer latency, in-process: time to first token and to the complete answer.
 
 Targets: first token < 50 ms, full answer < 200 ms. Printed figures, not asserts.
 

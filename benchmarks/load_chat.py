@@ -4,7 +4,7 @@ Starts `vramwise serve` as a subprocess on a free loopback port (offline agent, 
 temp dir), opens N concurrent `POST /v1/chat` streams (a mix of English and Chinese questions,
 each a new conversation, plus follow-ups in the same conversation when --follow-ups is set),
 and prints p50/p99 time to the first SSE event and to `done`, errors, and the service's peak
-RSS (VmHWM from /proc). Target from issue 5 on the 2-core box: 200 concurrent streams,
+RSS (VmHWM from /proc). Target on a 2-core machine: 200 concurrent streams,
 0 errors, p99 time to first event < 250 ms. Printed figures, no asserts.
 
 One untimed warm-up round at full concurrency comes first (pool workers, SQLAlchemy statement

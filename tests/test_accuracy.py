@@ -1,11 +1,14 @@
-"""The committed accuracy figures: the traced matrix covers what issue 3 asks, the summary the
-answers cite is the one the benchmark computes, and the statistics are hand-checkable."""
+"""The committed accuracy figures: the traced matrix covers the models, tasks, batch sizes, sequence
+lengths and checkpointing settings the accuracy report promises, the summary the answers cite is the one
+the benchmark computes from the committed traces, and the statistics are hand-checkable."""
 
 from __future__ import annotations
 
 import json
 
-from benchmarks.accuracy import run
+import pytest
+
+from benchmarks.accuracy import published, run, stats
 from benchmarks.accuracy.cases import all_cases
 from service.agent.render import accuracy_text
 from tools.accuracy import AccuracyBound, accuracy_bound
@@ -59,6 +62,48 @@ def test_summary_statistics_are_nearest_rank() -> None:
     assert s["p90_abs_error_pct"] == 9.0  # 9th of 10 sorted values
     assert s["worst_error_pct"] == -10.0 and s["worst_case"] == "c9"
     assert s["underestimates_beyond_5pct"] == 2  # -7 and -10
+
+
+def test_both_reports_share_one_nearest_rank_summary() -> None:
+    errors = [1.0, -2.0, 3.0, -4.0, 5.0, 6.0, -7.0, 8.0, 9.0, -10.0]
+    assert stats.nearest_rank(sorted(abs(e) for e in errors), 0.9) == 9.0
+    assert stats.nearest_rank([4.0], 0.9) == 4.0
+    with pytest.raises(ValueError):
+        stats.nearest_rank([], 0.9)
+    traced = run.summarize(
+        [{"id": f"c{i}", "split": "held_out", "error_pct": e} for i, e in enumerate(errors)], "x"
+    )
+    rows = [
+        {"case_id": f"c{i}", "comparable": True, "error_pct": e, "outcome": "measured", "error": None}
+        for i, e in enumerate(errors)
+    ]
+    shown = published.summarize(rows)
+    figures = [k for k in stats.error_summary([], "x") if k != "scope"]
+    assert {k: traced[k] for k in figures} == {k: shown[k] for k in figures}
+    assert shown["underestimates_beyond_3pct"] == 3 and shown["mean_signed_error_pct"] == pytest.approx(0.9)
+
+
+def test_summary_lines_round_once() -> None:
+    # -49.349 is -49.3% at one decimal; rounding to 2 decimals first (-49.35) would print -49.4%
+    s = stats.error_summary([("a", -49.349), ("b", 0.15041)], "x")
+    assert stats.format_errors(s) == "x: 2 cases, median |error| 24.7%, p90 49.3%, worst -49.3% (a)"
+    line = run.format_summary({**run.summarize([{"id": "a", "split": "x", "error_pct": 0.15041}], "y")})
+    assert line.startswith("y: 1 cases, median |error| 0.2%, p90 0.2%, worst +0.2% (a), mean signed +0.2%")
+
+
+def test_committed_summary_is_what_the_benchmark_computes() -> None:
+    """tools/accuracy_summary.json against the figures `run --write-summary` computes from the committed
+    traces and the published rows now; regenerate it with that command when this fails."""
+    data = run.load_traced()
+    overall, _, held_out = run.headline_summaries(run.compare(data["cases"]))
+    _, published_figures = run.published_summary()
+    expected = run.summary_data(overall, held_out, data["generated"], published_figures)
+    committed = json.loads(run.SUMMARY_JSON.read_text(encoding="utf-8"))
+    assert committed.pop("date")
+    expected.pop("date")
+    assert committed == expected
+    assert expected["cases"] == len(all_cases()) - overall["excluded"]
+    assert expected["published_cases"] > 0
 
 
 def test_answers_cite_the_committed_bound() -> None:

@@ -199,7 +199,7 @@ def test_llama_block_saves_more_than_korthikanti_34() -> None:
     s, b, h = 2048, 1, 4096
     per_layer = _act(arch, s=s, b=b, flash=True) // 32
     # norms 2*(4 fp32 + 2 normalised + 2 output)h + 2 fp32 rsqrt (4 B each) + q 2h + k,v 4h + SDPA out 2h
-    # (o_proj's input is a view of it: SDPA returns a (b, s, a, d) layout; traced op by op, H4 finding A)
+    # (o_proj's input is a view of it: SDPA returns a (b, s, a, d) layout; traced op by op)
     # + SwiGLU 4*2*i + fp32 LSE 4 per head
     assert per_layer == s * b * (2 * 8 * h + 8 + 2 * h + 4 * h + 2 * h + 8 * 11008 + 4 * 32)
     assert per_layer > s * b * h * 34

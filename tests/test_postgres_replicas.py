@@ -1,5 +1,5 @@
-"""Two replicas of the service on one real PostgreSQL (issue 5: "any SQLAlchemy URL (PostgreSQL) through
-DATABASE_URL for several replicas behind a load balancer").
+"""Two replicas of the service on one real PostgreSQL: any SQLAlchemy URL (PostgreSQL) through
+DATABASE_URL serves several replicas behind a load balancer.
 
 Each replica is `create_app(Settings(database_url=<postgresql+asyncpg URL>))` served by a real uvicorn on
 its own 127.0.0.1 port; a round-robin in the test plays the load balancer. The database is a throwaway

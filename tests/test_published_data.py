@@ -247,7 +247,7 @@ def test_every_row_is_estimable_by_the_real_estimator() -> None:
             assert r["estimate_exceeds_card"] is not None
 
 
-# ----------------------------------------------------------------------------- litgpt bitsandbytes rows (H17)
+# ----------------------------------------------------------------------------- litgpt bitsandbytes rows
 def _row(case_id: str) -> PublishedRow:
     return next(r for r in ROWS if r.case_id == case_id)
 

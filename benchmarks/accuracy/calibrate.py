@@ -39,9 +39,9 @@ PROBES = [
 B, S = 2, 512
 
 # Constants the calibration split's traces contradict, with the traced evidence, applied in memory by
-# `python -m benchmarks.accuracy.run --proposed` before they go into tools/calibration.py. Empty: the
-# four proposals of 18:20 UTC (fused AdamW default, per-framework gradient lifetime, o_proj input as a
-# view of the SDPA output, 12 B/elem loss backward) are in tools/calibration.py / tools/phases.py.
+# `python -m benchmarks.accuracy.run --proposed` before they go into tools/calibration.py. Empty: every
+# constant these traces supported (fused AdamW default, per-framework gradient lifetime, o_proj input as a
+# view of the SDPA output, 12 B/elem loss backward) is in tools/calibration.py / tools/phases.py.
 PROPOSED: dict[str, tuple[Any, str]] = {}
 
 

@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
-import statistics
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy.stats import error_summary, format_errors
 from tools.architecture import Architecture
 from tools.errors import ScenarioError
 from tools.result import Estimate
@@ -38,7 +37,6 @@ from tools.scenario import Scenario
 from tools.units import GiB
 
 DATA_CSV = Path(__file__).resolve().parents[1] / "data" / "published_memory.csv"
-UNDERESTIMATE_LIMIT_PCT = 5.0  # issue 3: "count of underestimates beyond 5%"
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -226,7 +224,7 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
     return names
 
 
-# Settings litgpt rows do not state but litgpt always uses (H11, 18:40 UTC): lit-gpt finetune/lora.py
+# Settings litgpt rows do not state but litgpt always uses: lit-gpt finetune/lora.py
 # `lora_dropout = 0.05` and litgpt config_hub/finetune/*/lora.yaml `lora_dropout: 0.05`; every litgpt
 # fine-tuning script accumulates gradients (global batch > micro-batch: "global batch 128 via gradient
 # accumulation" in resource-tables.md, global_batch_size > micro_batch_size in the config hub), so the
@@ -278,7 +276,7 @@ def to_scenario(row: PublishedRow) -> Scenario:
 
 # ----------------------------------------------------------------------------- litgpt + bitsandbytes rows
 # What litgpt's 4-bit runs hold that the estimator's bitsandbytes rule (transformers + PEFT QLoRA) does not,
-# read from the code the rows ran (H17, 2026-11-29). Applied to the row, never to the estimator:
+# read from the code the rows ran. Applied to the row, never to the estimator:
 # 1. litgpt quantises the LM head. Lightning's BitsandbytesPrecision.init_context patches `torch.nn.Linear`
 #    with its _Linear4bit class while the model is built, and litgpt passes no `ignore_modules`
 #    (Lightning-AI/pytorch-lightning src/lightning/fabric/plugins/precision/bitsandbytes.py; litgpt
@@ -295,7 +293,8 @@ def to_scenario(row: PublishedRow) -> Scenario:
 #    when everything else of the step is alive: 2 x V x h x 2 B, in place of the estimator's workspace
 #    (one 16-bit copy of the largest decoder linear: transformers keeps the LM head 16-bit).
 # Evidence: with 1-3 the NF4 inference rows (resource tables) land within -0.3%..+1.2% of the measured
-# figure (before: -3.6%..-18.7%), e.g. Llama-2-7B nf4: 4.57 GB measured, 3.96 -> 4.27 GiB estimated.
+# figure (without them: -3.6%..-18.7%), e.g. Llama-2-7B nf4: 4.57 GB measured, 3.96 GiB estimated without
+# the adjustment, 4.27 GiB with it.
 LITGPT_DEQUANT_COPIES = 2  # fp16 dequantize_4bit output + its bf16 cast (point 3 above)
 LITGPT_DEQUANT_BYTES = 2  # both copies are 16-bit
 
@@ -437,28 +436,14 @@ def published_rows(
     return [compare_row(row, run) for row in load_rows(path)]
 
 
-def _nearest_rank(sorted_values: list[float], q: float) -> float:
-    # nearest-rank percentile: the smallest value with at least q of the data at or below it
-    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
-
-
 def summarize(results: list[dict[str, Any]], *, comparable_only: bool = True) -> dict[str, Any]:
     """median / p90 absolute error, worst case, underestimates beyond 5%, OOM rows the estimate missed."""
     pool = [r for r in results if r["comparable"] or not comparable_only]
-    scored = [r for r in pool if r["error_pct"] is not None]
-    errors = sorted(abs(r["error_pct"]) for r in scored)
-    worst = max(scored, key=lambda r: abs(r["error_pct"]), default=None)
+    scored = [(r["case_id"], r["error_pct"]) for r in pool if r["error_pct"] is not None]
     ooms = [r for r in pool if r["outcome"] == "oom" and r["estimate_exceeds_card"] is not None]
     return {
-        "scope": "comparable rows" if comparable_only else "all rows",
-        "cases": len(scored),
+        **error_summary(scored, "comparable rows" if comparable_only else "all rows"),
         "errors": sum(1 for r in pool if r["error"]),
-        "median_abs_error_pct": statistics.median(errors) if errors else None,
-        "p90_abs_error_pct": _nearest_rank(errors, 0.9) if errors else None,
-        "mean_signed_error_pct": statistics.fmean(r["error_pct"] for r in scored) if scored else None,
-        "worst_case": worst["case_id"] if worst else None,
-        "worst_error_pct": worst["error_pct"] if worst else None,
-        "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
         "oom_rows": len(ooms),
         "oom_rows_estimated_to_fit": sum(1 for r in ooms if not r["estimate_exceeds_card"]),
     }
@@ -497,9 +482,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     if not summary["cases"]:
         return f"{summary['scope']}: no scored cases ({summary['errors']} rows could not be estimated)"
     return (
-        f"{summary['scope']}: {summary['cases']} cases, median |error| {summary['median_abs_error_pct']:.1f}%, "
-        f"p90 {summary['p90_abs_error_pct']:.1f}%, worst {summary['worst_error_pct']:+.1f}% "
-        f"({summary['worst_case']}), underestimates beyond 5%: {summary['underestimates_beyond_5pct']}, "
+        f"{format_errors(summary)}, underestimates beyond 5%: {summary['underestimates_beyond_5pct']}, "
         f"OOM rows estimated to fit: {summary['oom_rows_estimated_to_fit']}/{summary['oom_rows']}, "
         f"rows not estimable: {summary['errors']}"
     )

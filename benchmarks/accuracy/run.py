@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
-import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy.cases import QUICK_IDS, Case, all_cases, family
+from benchmarks.accuracy.stats import error_summary, format_errors
 from tools.scenario import Scenario
 from tools.units import GiB
 
@@ -34,8 +33,6 @@ TRACED_JSON = HERE / "traced_cases.json"
 SUMMARY_JSON = HERE.parents[1] / "tools" / "accuracy_summary.json"
 DOCS_MD = HERE.parents[1] / "docs" / "accuracy.md"
 DOCS_INTRO = HERE / "accuracy_intro.md"  # hand-written part of docs/accuracy.md (method, standing)
-UNDERESTIMATE_LIMIT_PCT = 5.0
-STRICT_UNDERESTIMATE_PCT = 3.0  # no underestimate beyond 3% (the current target)
 TARGETS = {"median": 1.0, "p90": 3.0, "worst": 6.0}  # against traced truth, over every scored case
 RL_TASKS = ("ppo", "grpo", "dpo")
 
@@ -157,30 +154,23 @@ def kernel_mismatch(kernels: list[str]) -> str | None:
     return None
 
 
-def _nearest_rank(sorted_values: list[float], q: float) -> float:
-    # nearest-rank percentile: the smallest value with at least q of the data at or below it
-    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
-
-
 def summarize(rows: list[dict[str, Any]], scope: str) -> dict[str, Any]:
-    scored = [r for r in rows if r["error_pct"] is not None and not r.get("excluded")]
-    errors = sorted(abs(r["error_pct"]) for r in scored)
-    worst = max(scored, key=lambda r: abs(r["error_pct"]), default=None)
+    """The statistics of the scored rows (estimable, not excluded), plus how many were not scored."""
+    scored = [(r["id"], r["error_pct"]) for r in rows if r["error_pct"] is not None and not r.get("excluded")]
     return {
-        "scope": scope,
-        "cases": len(scored),
+        **error_summary(scored, scope),
         "not_estimable": sum(1 for r in rows if r["error_pct"] is None),
         "excluded": sum(1 for r in rows if r.get("excluded")),
-        "median_abs_error_pct": round(statistics.median(errors), 2) if errors else None,
-        "p90_abs_error_pct": round(_nearest_rank(errors, 0.9), 2) if errors else None,
-        "mean_signed_error_pct": round(statistics.fmean(r["error_pct"] for r in scored), 2)
-        if scored
-        else None,
-        "worst_case": worst["id"] if worst else None,
-        "worst_error_pct": round(worst["error_pct"], 2) if worst else None,
-        "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
-        "underestimates_beyond_3pct": sum(1 for r in scored if r["error_pct"] < -STRICT_UNDERESTIMATE_PCT),
     }
+
+
+def headline_summaries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """All traced cases, the calibration split and the held-out split, in that order."""
+    return [
+        summarize(rows, "all traced cases"),
+        summarize([r for r in rows if r["split"] == "calibration"], "calibration split"),
+        summarize([r for r in rows if r["split"] == "held_out"], "held-out split"),
+    ]
 
 
 FAMILY_ORDER = (
@@ -216,9 +206,7 @@ def format_summary(s: dict[str, Any]) -> str:
     if not s["cases"]:
         return f"{s['scope']}: no scored cases ({s['not_estimable']} not estimable)"
     return (
-        f"{s['scope']}: {s['cases']} cases, median |error| {s['median_abs_error_pct']:.1f}%, "
-        f"p90 {s['p90_abs_error_pct']:.1f}%, worst {s['worst_error_pct']:+.1f}% ({s['worst_case']}), "
-        f"mean signed {s['mean_signed_error_pct']:+.1f}%, underestimates beyond 3%: "
+        f"{format_errors(s)}, mean signed {s['mean_signed_error_pct']:+.1f}%, underestimates beyond 3%: "
         f"{s['underestimates_beyond_3pct']} (beyond 5%: {s['underestimates_beyond_5pct']}), "
         f"not estimable: {s['not_estimable']}"
         + (f", excluded (CPU kernel is not the GPU's): {s['excluded']}" if s.get("excluded") else "")
@@ -236,15 +224,17 @@ def published_summary() -> tuple[str, dict[str, Any] | None]:
     return "published GPU measurements (" + published.format_summary(summary) + ")", summary
 
 
-def write_summary(
+def summary_data(
     overall: dict[str, Any], held_out: dict[str, Any], generated: str, published: dict[str, Any] | None = None
-) -> None:
-    data = {
-        "median_abs_error_pct": overall["median_abs_error_pct"],
-        "p90_abs_error_pct": overall["p90_abs_error_pct"],
-        "worst_abs_error_pct": abs(overall["worst_error_pct"]),
-        "held_out_median_abs_error_pct": held_out["median_abs_error_pct"],
-        "held_out_p90_abs_error_pct": held_out["p90_abs_error_pct"],
+) -> dict[str, Any]:
+    """The content of tools/accuracy_summary.json (figures rounded to 2 decimals) from the summaries of all
+    traced cases and of the held-out split, the traces' date and the published rows' summary."""
+    return {
+        "median_abs_error_pct": _pct(overall["median_abs_error_pct"]),
+        "p90_abs_error_pct": _pct(overall["p90_abs_error_pct"]),
+        "worst_abs_error_pct": _pct(abs(overall["worst_error_pct"])),
+        "held_out_median_abs_error_pct": _pct(held_out["median_abs_error_pct"]),
+        "held_out_p90_abs_error_pct": _pct(held_out["p90_abs_error_pct"]),
         "underestimates_beyond_5pct": overall["underestimates_beyond_5pct"],
         "underestimates_beyond_3pct": overall["underestimates_beyond_3pct"],
         "cases": overall["cases"],
@@ -253,6 +243,16 @@ def write_summary(
         "date": generated,
         "command": "python -m benchmarks.accuracy.run --write-summary",
     }
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def write_summary(
+    overall: dict[str, Any], held_out: dict[str, Any], generated: str, published: dict[str, Any] | None = None
+) -> None:
+    data = summary_data(overall, held_out, generated, published)
     SUMMARY_JSON.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
@@ -354,11 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.missing and any(c.id not in known for c in cases):
             data = add_missing(data, [c for c in cases if c.id not in known])
     rows = compare(data["cases"])
-    summaries = [
-        summarize(rows, "all traced cases"),
-        summarize([r for r in rows if r["split"] == "calibration"], "calibration split"),
-        summarize([r for r in rows if r["split"] == "held_out"], "held-out split"),
-    ]
+    summaries = headline_summaries(rows)
     published_line, published = published_summary()
     proposed: list[dict[str, Any]] = []
     from benchmarks.accuracy.calibrate import PROPOSED
