@@ -275,8 +275,16 @@ def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
     return [_fill(language, "text", "no_effect", explanation=n.explanation) for n in notes]
 
 
-def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
-    """The answer as lines (the offline agent streams them one by one)."""
+def render_answer_lines(estimate: Estimate, language: str, focus: str | None = None) -> list[str]:
+    """The answer as lines (the offline agent streams them one by one): the short summary
+    (service/agent/summary.py, the accuracy bound said there once), then the full cited breakdown."""
+    from service.agent.summary import summary_lines
+
+    return [*summary_lines(estimate, language, focus), "", *render_detail_lines(estimate, language)]
+
+
+def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
+    """The full cited breakdown: every component's formula, substitution and source."""
     lang = _lang(language)
     s = estimate.scenario
     gpu_memory = fmt_gib(estimate.gpu.memory_bytes)
@@ -401,24 +409,7 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
-    accuracy = _accuracy_text(estimate, lang)
-    if accuracy:
-        lines += ["", _fill(lang, "text", "accuracy", note=accuracy)]
     return [line for line in lines if line is not None]
-
-
-def _accuracy_text(estimate: Estimate, language: str) -> str | None:
-    """The estimate's measured error bound in the answer's language (same benchmark figures)."""
-    if not estimate.accuracy_note or language == "en":
-        return estimate.accuracy_note
-    try:
-        from tools.accuracy import accuracy_note
-    except ImportError:  # pragma: no cover - tools/accuracy.py is owned by the accuracy issue
-        return None
-    try:
-        return accuracy_note(language)
-    except (OSError, ValueError):  # no benchmark summary written
-        return None
 
 
 def _fmt_small(n_bytes: int) -> str:

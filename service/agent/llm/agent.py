@@ -37,6 +37,7 @@ from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
 from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
 from service.agent.offline.language import detect_language
 from service.agent.prompt_files import read_prompt
+from service.agent.summary import summary_text, text_summary
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -291,6 +292,7 @@ class _Run:
             scenario=self.last_scenario,
             estimate=estimate,
             answer=text,
+            summary=summary_text(estimate, self.language) if estimate is not None else text_summary(text),
             agent=agent,
             conversation_id=self.state.conversation_id,
         )

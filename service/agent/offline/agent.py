@@ -45,6 +45,7 @@ from service.agent.render import (
     render_model_list,
     render_scenario_line,
 )
+from service.agent.summary import summary_text, text_summary
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -178,7 +179,7 @@ class OfflineAgent:
                 )
         _code_catalog_assumptions(estimate, stated)
         yield EstimateEvent(estimate=estimate)
-        for chunk in chunk_lines(render_answer_lines(estimate, lang)):
+        for chunk in chunk_lines(render_answer_lines(estimate, lang, parsed.asks)):
             text += chunk
             yield TokenEvent(text=chunk)
         yield DoneEvent(answer=self._answer(parsed, lang, text, state, scenario, estimate))
@@ -224,12 +225,14 @@ class OfflineAgent:
         scenario: Scenario | None,
         estimate: Estimate | None,
     ) -> Answer:
+        summary = summary_text(estimate, lang, parsed.asks) if estimate is not None else text_summary(text)
         return Answer(
             question=parsed.question,
             language=lang,
             scenario=scenario,
             estimate=estimate,
             answer=text,
+            summary=summary,
             agent=self.name,
             conversation_id=state.conversation_id,
         )

@@ -192,7 +192,14 @@ _EN_COUNT_BEFORE = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
 _COUNT_AFTER = re.compile(
     rf"^(?:s{R})?\s*(?:gpus?|cards?|显卡|卡)?\s*(?:[x×*]\s*(\d+)|({ZH_NUMERAL}|\d+)\s*(?:张|块|卡))"
 )
-_EN_COUNT_ANY = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}")
+_EN_COUNT_ANY = re.compile(
+    rf"{L}(\d+|{EN_COUNT_WORD})[\s\-]*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}"
+    rf"|{L}(\d+|{EN_COUNT_WORD})\s+of\s+(?:them|those|these|it|the\s+(?:cards|gpus)){R}"
+)
+# "8xH100", "8*A100", "4×4090": the count glued to the card name
+_GLUED_COUNT = re.compile(
+    rf"{L}(\d{{1,4}})\s*[x×*]\s*(?=(?:nvidia\s*|rtx\s*|geforce\s*|tesla\s*)?(?:{_GPU_NAMES}))"
+)
 _ZH_COUNT_ANY = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡")
 _SINGLE = re.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
 _NODES = re.compile(
@@ -223,6 +230,7 @@ def find_gpu(low: str) -> GpuMention:
     """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
     gpu: str | None = None
     count: int | None = None
+    low = _GLUED_COUNT.sub(lambda g: g.group(1) + " x ", low)
     m = _GPU.search(low)
     if m:
         gpu = _gpu_name(m)
