@@ -551,7 +551,15 @@ def concept_values(estimate: Estimate | None, prefix: str = "") -> dict[str, str
         if estimate.params_trainable:
             values[f"{prefix}bytes_per_param"] = f"{total_states / estimate.params_trainable:.1f}"
     if estimate.serving is not None:
-        values[f"{prefix}kv_per_token"] = _fmt_small(estimate.serving.kv_bytes_per_token)
+        sv = estimate.serving
+        values[f"{prefix}kv_per_token"] = _fmt_small(sv.kv_bytes_per_token)
+        values[f"{prefix}reserved"] = fmt_gib(sv.reserved_bytes)
+        values[f"{prefix}kv_pool"] = fmt_gib(sv.kv_cache_bytes)
+        values[f"{prefix}max_kv_tokens"] = f"{sv.max_kv_tokens:,}"
+        values[f"{prefix}max_seqs"] = f"{sv.max_concurrent_sequences:,}"
+        values[f"{prefix}utilization"] = f"{sv.gpu_memory_utilization:.2f}"
+    values[f"{prefix}gpu_memory"] = fmt_gib(estimate.gpu.memory_bytes)
+    values[f"{prefix}fits"] = _tpl("en", "text", "fits_word" if estimate.fits else "no_fit_word")
     return values
 
 

@@ -120,8 +120,8 @@ class OfflineAgent:
     ) -> AsyncIterator[AgentEvent]:
         stated = merge_followup(state.scenario, parsed)
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
-        if not has_subject and parsed.topic and not set(stated) - NO_EFFECT_FIELDS:
-            # "what about 3 epochs?" with nothing to modify: answer the concept instead
+        if not has_subject and parsed.topic:
+            # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
             lines = self._concept_lines(parsed.topic, lang)
             text = ""
             for chunk in chunk_lines(lines):

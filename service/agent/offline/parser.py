@@ -65,7 +65,7 @@ def normalise(text: str) -> str:
 
 
 _STRONG_CONCEPT = re.compile(
-    rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb){R}"
+    rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb|vs|versus|compared to|trade-?offs?){R}"
     r"|为什么|为何|什么是|是什么|解释|原理|区别|怎么理解|什么意思|啥意思|有什么不同|差别"
 )
 _SOFT_CONCEPT = re.compile(
