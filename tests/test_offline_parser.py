@@ -406,7 +406,7 @@ EN_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('Llama-3-8B full fine-tune, mixed precision with fp32 master weights, 8 A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
 ]
 ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
-    ('一张24G的4090能推理Qwen2.5-14B吗，用nf4量化', {'task': 'inference', 'weight_dtype': 'nf4', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 1}, []),
+    ('一张24G的4090能推理Qwen2.5-14B吗，用nf4量化', {'task': 'inference', 'weight_dtype': 'nf4', 'model': 'qwen2.5-14b', 'gpu': '4090-24gb', 'num_gpus': 1}, []),
     ('Qwen2.5-7B 全参微调 amp混合精度 单卡A100', {'task': 'full_finetune', 'precision_recipe': 'amp', 'model': 'qwen2.5-7b', 'gpu': 'a100', 'num_gpus': 1}, []),
     ('Llama-3-8B 全参微调，混合精度，fp32 主权重，8卡A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
     ('Llama-3-8B 全参微调 纯bf16 单卡H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'bf16', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),

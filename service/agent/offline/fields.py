@@ -27,7 +27,7 @@ _NEG = re.compile(
 )
 # "offload disabled", "ckpt off", "offload=false", "offload: none", "offload关掉", "LoRA不要"
 _NEG_AFTER = re.compile(
-    r"^\s*(?:=|:)\s*(?:false|off|0|disabled|none|no)(?![a-z0-9])|^\s*(?:is\s+|are\s+)?(?:disabled|off|not\s+used)(?![a-z0-9])"
+    r"^\s*(?:=|:)\s*(?:false|off|0|disabled|none|no)(?![a-z0-9])|^\s*(?:is\s+|are\s+)?(?:disabled|off|not\s+used|(?:turned|switched)\s+off)(?![a-z0-9])"
     r"|^\s*(?:关闭|关掉|关了|禁用)"
 )
 
@@ -241,7 +241,9 @@ def dtype_fields(low: str) -> Fields:
 _OPTIMIZER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "paged_adamw_8bit",
-        re.compile(rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}"),
+        re.compile(
+            rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}|分页\s*(?:的)?\s*8\s*位\s*adam"
+        ),
     ),
     ("paged_adamw", re.compile(rf"{L}paged{SEP}adamw?(?:{SEP}32{SEP}bits?)?{R}")),
     (

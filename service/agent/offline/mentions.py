@@ -226,6 +226,9 @@ def _gpu_name(m: re.Match[str]) -> str:
     return f"{base}-{memory}gb" if memory else base
 
 
+_MEMORY_BEFORE = re.compile(r"(?<![a-z0-9.])(\d{2,3})\s*(?:gb|g|gib)\s*(?:的\s*)?(?:魔改\s*)?$")
+
+
 def find_gpu(low: str) -> GpuMention:
     """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
     gpu: str | None = None
@@ -235,6 +238,10 @@ def find_gpu(low: str) -> GpuMention:
     if m:
         gpu = _gpu_name(m)
         before, after = low[: m.start()], low[m.end() :]
+        mb = _MEMORY_BEFORE.search(before)
+        if mb and not m.group(3):  # "a 22G 2080 Ti", "48G的4090": the card at the size stated
+            gpu = f"{gpu}-{mb.group(1)}gb"
+            before = before[: mb.start()]
         cb = _ZH_COUNT_BEFORE.search(before) or _EN_COUNT_BEFORE.search(before)
         ca = _COUNT_AFTER.search(after)
         if cb:
