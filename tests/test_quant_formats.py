@@ -103,7 +103,9 @@ def test_inference_formats_are_refused_for_training_and_need_bits() -> None:
         Scenario(model="llama-2-7b", weight_dtype="exl2")
     with pytest.raises(ValidationError, match="stored by gguf"):
         Scenario(model="llama-2-7b", weight_dtype="q8_0", quant_method="gptq")
-    assert Scenario(weight_dtype="q5_k_m").quant_method == "gguf"
+    e = estimate(Scenario(model="llama-2-7b", weight_dtype="q5_k_m", gpu="4090"), plan=False)
+    assert not any(a.field == "quant_method" for a in e.assumptions)  # no "usually GPTQ" default for a GGUF
+    assert "GGUF Q5_K_M" in next(c.label for c in e.components if c.name == "weights")
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ from tools.lora import freeze_trainable, full_trainable, linear_names, lora_trai
 from tools.optimizers import OPTIMIZERS, OptimizerRule, TrainableSpec
 from tools.parallel import Layout
 from tools.precision import RECIPES, Recipe
-from tools.quant import QUANTISED_DTYPES, WeightFormat, weight_format
+from tools.quant import INFERENCE_ONLY_METHOD, QUANTISED_DTYPES, WeightFormat, weight_format
 from tools.result import Assumption
 from tools.scenario import OPTIMIZERS as OPTIMIZER_NAMES
 from tools.scenario import Scenario
@@ -361,7 +361,9 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     if weight_dtype == "bf16" and not gpu.bf16:
         notes.append(f"{gpu.name} has no native bf16 support; fp16 is the usual choice (same bytes)")
     quant_method = sc.quant_method
-    if weight_dtype in QUANTISED_DTYPES and quant_method is None:
+    if weight_dtype in INFERENCE_ONLY_METHOD:  # GGUF / EXL2 name their own storage
+        quant_method = INFERENCE_ONLY_METHOD[weight_dtype]
+    elif weight_dtype in QUANTISED_DTYPES and quant_method is None:
         if weight_dtype == "fp8":
             quant_method = "fp8"
         elif weight_dtype in ("nf4", "int8") or task == "qlora" or training:

@@ -280,7 +280,7 @@ _TARGETS = re.compile(
 def lora_fields(low: str) -> Fields:
     out: Fields = {}
     r = re.search(
-        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是)?\s*(\d+)",
+        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)",
         low,
     )
     if r:

@@ -142,6 +142,8 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     if "task" not in fields and _PROMPT_TUNING.search(low):
         fields["task"] = "lora"
         filled["task"] = FilledReason(code="task_prompt_tuning")
+    if fields.get("task") == "inference" and "num_generations" in fields:
+        del fields["task"]  # "生成16个回答", "generate 8 samples": RL sampling, not a serving job
     if "task" not in fields and ("model" in fields) and implies_training(low, fields):
         # "7B, Adam, TP=2, PP=2, DP=4: memory per GPU?": an optimizer or a data-parallel layout is training
         fields["task"] = "full_finetune"
