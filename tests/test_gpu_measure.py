@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch", reason="gpu_measure's programs need the [trace] extra")
-pytest.importorskip("tools.estimator", reason="the estimator (tools/estimator.py) is not in the tree yet")
 
 from benchmarks import gpu_measure
 from benchmarks.gpu_measure import COLUMNS, Case, plan_cases, run, write_outputs

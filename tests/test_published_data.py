@@ -234,7 +234,6 @@ def test_summarize_hand_checked() -> None:
 
 
 def test_every_row_is_estimable_by_the_real_estimator() -> None:
-    pytest.importorskip("tools.estimator", reason="the estimator (tools/estimator.py) is not in the tree yet")
     from benchmarks.accuracy.published import published_rows
 
     results = published_rows()
@@ -255,7 +254,6 @@ def _row(case_id: str) -> PublishedRow:
 
 def test_litgpt_nf4_inference_adjustment_hand_checked() -> None:
     """Llama-2-7B nf4 (no double quant) in litgpt generate/base.py: LM head 4-bit, dequantised fp16 + bf16."""
-    pytest.importorskip("tools.estimator")
     from benchmarks.accuracy.published import litgpt_bnb_adjustment
     from tools.estimator import estimate
 
@@ -273,7 +271,6 @@ def test_litgpt_nf4_inference_adjustment_hand_checked() -> None:
 
 def test_litgpt_adjustment_brings_nf4_inference_rows_within_2pct() -> None:
     """Every resource-table NF4 inference row (7 models, 1.3B-70B) lands within 2% once the litgpt facts apply."""
-    pytest.importorskip("tools.estimator")
     from benchmarks.accuracy.published import published_rows
 
     rows = [
@@ -289,7 +286,6 @@ def test_litgpt_adjustment_brings_nf4_inference_rows_within_2pct() -> None:
 
 def test_bnb_4bit_inference_counts_the_dequantised_linear_only_for_multi_token_inputs() -> None:
     """bitsandbytes matmul_4bit: gemv_4bit (no dequantised weight) for one token, MatMul4Bit otherwise."""
-    pytest.importorskip("tools.estimator")
     from tools.estimator import estimate
 
     base = {"model": "llama-2-7b", "task": "inference", "gpu": "a100-80gb", "weight_dtype": "nf4"}
@@ -301,7 +297,6 @@ def test_bnb_4bit_inference_counts_the_dequantised_linear_only_for_multi_token_i
 
 
 def test_adjustment_only_touches_litgpt_bitsandbytes_rows() -> None:
-    pytest.importorskip("tools.estimator")
     from benchmarks.accuracy.published import published_rows
 
     for r in published_rows():

@@ -1,6 +1,6 @@
 """The seed material's figures, reproduced, and the seed's own formula errors measured.
 
-The seed documents (a formula sheet, summarised in ../shared/DOMAIN.md sec. 1 and 5) state:
+The seed documents (a Chinese interview-preparation formula sheet on training memory) state:
 - 7B in fp16 = 14 GB of weights; a 7B full fine-tune with mixed-precision Adam = 16 B/param = 112 GB
   of model states; Llama-2-7B's KV cache = 0.5 MiB per token, 2 GiB at 4096 tokens;
 - a worked example: 7B, fp16, batch 8, context 1024, hidden 4096, 32 layers, 32 heads, Adam,

@@ -1,4 +1,4 @@
-"""Estimate: the output of the estimator tool (../shared/CONTRACT.md)."""
+"""Estimate: the output of the estimator tool (docs/reference.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Scenario: the input of the estimator tool, and what an agent must produce.
 
-Field names and meanings are fixed by ../shared/CONTRACT.md; extensions are additive.
+Field names and meanings are fixed by docs/reference.md; extensions are additive.
 `None` means "not stated by the user": the estimator fills a default and records it
 as an assumption, so every default is visible in the answer.
 """

@@ -1,4 +1,4 @@
-"""Events an agent streams, and the final Answer (../shared/CONTRACT.md).
+"""Events an agent streams, and the final Answer (docs/reference.md).
 
 Every channel (SSE, OpenAI-compatible, Slack, CLI) consumes this one stream.
 """

@@ -2,7 +2,7 @@
 
 An estimate is answered with its short summary (verdict, per-GPU figure, biggest parts, cheapest fix)
 and a hint line; `--detail` streams the full cited breakdown as tokens arrive; a concept or list answer
-is printed whole. `--json` prints one Answer object (`summary` and the full `answer` both).
+is printed whole. `--json` prints one Answer object (docs/reference.md; `summary` and the full `answer` both).
 Bad input: exit code 2 and one line on stderr, never a traceback.
 """
 
