@@ -316,14 +316,11 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
     lines.append(_fill(lang, "text", "verdict_fits" if estimate.fits else "verdict_no_fit", **verdict_values))
     if estimate.per_gpu.gpu_role and lang == "en" and num_gpus > 1:
         lines.append(_fill(lang, "text", "gpu_role", role=estimate.per_gpu.gpu_role))
-    if estimate.min_gpus is not None:
-        how = ""
-        if estimate.min_gpus_changes is not None:
-            how = layout_text(estimate.min_gpus_changes, s, lang)
-        key = "min_gpus_how" if how else ("min_gpus_same" if estimate.min_gpus_changes == {} else "min_gpus")
-        lines.append(_fill(lang, "text", key, gpu=estimate.gpu.name, min_gpus=estimate.min_gpus, how=how))
-    elif not estimate.fits:
-        lines.append(_fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name))
+    from service.agent.summary import min_gpus_line  # one sentence for the summary and the breakdown
+
+    fewest = min_gpus_line(estimate, lang)
+    if fewest:
+        lines.append(fewest)
     if estimate.gpu.alias_note and not any(a.field == "gpu" for a in estimate.assumptions):
         lines.append(
             _fill(

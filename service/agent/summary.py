@@ -81,7 +81,18 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
         if estimate.min_gpus_changes is not None:
             how = render.layout_text(estimate.min_gpus_changes, s, lang)
         key = "min_gpus_how" if how else ("min_gpus_same" if estimate.min_gpus_changes == {} else "min_gpus")
-        return render._fill(lang, "text", key, gpu=estimate.gpu.name, min_gpus=estimate.min_gpus, how=how)
+        if how and not estimate.fits and estimate.min_gpus <= (s.num_gpus or 1):
+            # the GPUs asked for are enough, but only with another layout: never "fewest: 4" under "4 do not fit"
+            key = "min_gpus_relayout"
+        return render._fill(
+            lang,
+            "text",
+            key,
+            gpu=estimate.gpu.name,
+            min_gpus=estimate.min_gpus,
+            how=how,
+            num_gpus=s.num_gpus or 1,
+        )
     if not estimate.fits:
         return render._fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name)
     return None
