@@ -58,6 +58,7 @@ bench: install-test
 	$(BIN)/python benchmarks/answer_length.py
 	$(BIN)/python -m benchmarks.accuracy.run
 	$(BIN)/python benchmarks/load_chat.py
+	$(BIN)/python benchmarks/slack_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache test-output

@@ -1,8 +1,14 @@
-"""Estimator speed: printed figures against the targets of issue 2 (not asserts).
+"""Estimator speed: printed figures against their targets (not asserts).
 
 - one estimate (`tools.estimator.estimate(s, plan=False)`): median / p99 over many runs, target 1 ms
 - a full planner search (`estimate(s)` with the planner, on a scenario that does not fit), target 50 ms
+  and at most 5 estimates' worth of time (10 for PPO, whose estimates compose four models)
 - `vramwise estimate --scenario FILE --json`: process start to result (subprocess), target 300 ms
+
+Besides wall times, every in-process figure is printed as CPU time (this thread) and as a ratio to a
+fixed pure-Python workload timed in the same run (`benchmarks/workload.py`), so figures compare
+across machines and across moments of a shared one; the planner's searches also in units of one
+estimate (the median CPU time of the line "one estimate").
 
 Run: `python benchmarks/estimator_speed.py [--runs N] [--cli-runs N]`
 """
@@ -20,9 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.workload import WorkloadTime, time_workload
+
 TARGET_ONE_MS = 1.0
 TARGET_PLAN_MS = 50.0
 TARGET_CLI_MS = 300.0
+TARGET_PLAN_ESTIMATES = 5.0  # the planner's search: at most this many single estimates' worth of time
+TARGET_PLAN_RL_ESTIMATES = 10.0
 
 # A fitting single-estimate scenario and a non-fitting one that makes the planner search.
 ONE = {
@@ -60,18 +72,37 @@ def _percentile(xs: list[float], q: float) -> float:
 
 
 def _time_ms(fn, runs: int) -> list[float]:
-    out = []
+    """Wall milliseconds of each run."""
+    return _timed(fn, runs)[0]
+
+
+def _timed(fn, runs: int) -> tuple[list[float], list[float]]:
+    """(wall ms, CPU ms of this thread) of each run."""
+    wall, cpu = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         fn()
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.thread_time() - c0) * 1000)
+    return wall, cpu
 
 
-def _line(name: str, xs: list[float], target: float) -> str:
+def _line(
+    name: str, xs: list[float], target: float, cpu: list[float] | None = None, ref: WorkloadTime | None = None
+) -> str:
     med, p99 = statistics.median(xs), _percentile(xs, 0.99)
     verdict = "OK" if med <= target else "SLOWER THAN TARGET"
-    return f"{name:<34} median {med:8.2f} ms   p99 {p99:8.2f} ms   target {target:6.0f} ms   {verdict}"
+    line = f"{name:<34} median {med:8.2f} ms   p99 {p99:8.2f} ms   target {target:6.0f} ms   {verdict}"
+    if cpu is not None and ref is not None:
+        c = statistics.median(cpu)
+        line += f"   CPU {c:7.3f} ms = {ref.ratio(c):.4f} x workload"
+    return line
+
+
+def _units_line(name: str, cpu: list[float], unit_cpu: list[float], target: float) -> str:
+    n = statistics.median(cpu) / statistics.median(unit_cpu)
+    verdict = "OK" if n <= target else "MORE THAN TARGET"
+    return f"  {name:<32} = {n:6.1f} estimates' worth of CPU time (target <= {target:g})   {verdict}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,25 +121,28 @@ def main(argv: list[str] | None = None) -> int:
     estimate(one, plan=False)  # warm caches (catalog JSON, imports)
     base = estimate(hard, plan=False)
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s)")
-    print(
-        _line(
-            "one estimate (plan=False)", _time_ms(lambda: estimate(one, plan=False), args.runs), TARGET_ONE_MS
-        )
-    )
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}")
+    ref_before = time_workload()
+    one_wall, one_cpu = _timed(lambda: estimate(one, plan=False), args.runs)
     evaluated = plan(base).evaluated
-    plan_times = _time_ms(lambda: plan(base), args.plan_runs)
-    print(_line(f"planner search ({evaluated} estimates)", plan_times, TARGET_PLAN_MS))
-    print(_line("estimate() incl. planner", _time_ms(lambda: estimate(hard), args.plan_runs), TARGET_PLAN_MS))
+    plan_wall, plan_cpu = _timed(lambda: plan(base), args.plan_runs)
+    full_wall, full_cpu = _timed(lambda: estimate(hard), args.plan_runs)
     rl = estimate(Scenario.model_validate(PLAN_RL), plan=False)
     rl_evaluated = plan(rl).evaluated
-    print(
-        _line(
-            f"planner search, PPO ({rl_evaluated} est.)",
-            _time_ms(lambda: plan(rl), args.plan_runs),
-            TARGET_PLAN_MS,
-        )
+    rl_wall, rl_cpu = _timed(lambda: plan(rl), args.plan_runs)
+    ref_after = time_workload()
+    # the workload timed before and after the in-process figures; the median of both halves is the unit
+    ref = WorkloadTime(
+        cpu_ms=statistics.median([ref_before.cpu_ms, ref_after.cpu_ms]),
+        wall_ms=statistics.median([ref_before.wall_ms, ref_after.wall_ms]),
     )
+    print(ref.line() + f" (before {ref_before.cpu_ms:.1f}, after {ref_after.cpu_ms:.1f})")
+    print(_line("one estimate (plan=False)", one_wall, TARGET_ONE_MS, one_cpu, ref))
+    print(_line(f"planner search ({evaluated} candidates)", plan_wall, TARGET_PLAN_MS, plan_cpu, ref))
+    print(_units_line("planner search", plan_cpu, one_cpu, TARGET_PLAN_ESTIMATES))
+    print(_line("estimate() incl. planner", full_wall, TARGET_PLAN_MS, full_cpu, ref))
+    print(_line(f"planner search, PPO ({rl_evaluated} cand.)", rl_wall, TARGET_PLAN_MS, rl_cpu, ref))
+    print(_units_line("planner search, PPO", rl_cpu, one_cpu, TARGET_PLAN_RL_ESTIMATES))
 
     exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -12,6 +12,13 @@ caches, pydantic schemas); then `--rounds` timed rounds: the first asks new ques
 ask a follow-up in each conversation (the stored scenario is loaded before `meta`).
 The service's peak RSS is the serving process plus its offline-agent worker processes.
 
+CPU: user + system time from /proc of the serving process and of its offline-agent worker processes
+(the whole service) over the timed rounds, per answered stream (a stream that ended with `done`), also
+as a ratio to a fixed pure-Python workload timed in the same run (`benchmarks/workload.py`), so the
+figure compares across machines; the machine's `uptime` load is printed before and after (the box is
+shared: latencies move with whatever else runs). Target: whole-service CPU per answered stream at 200
+concurrent streams <= 0.05 x the workload.
+
 Run: `python benchmarks/load_chat.py [--concurrency 200] [--rounds 2] [--json]`
 """
 
@@ -34,8 +41,13 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.workload import time_workload
+
 TARGET_STREAMS = 200
 TARGET_P99_FIRST_EVENT_MS = 250.0
+TARGET_SERVICE_CPU_X_WORKLOAD = 0.05  # whole-service CPU per answered stream, in units of the workload
 QUESTIONS = [
     "Can I run Llama-2-7B inference on one RTX 4090?",
     "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?",
@@ -100,6 +112,14 @@ class Report:
     first_event_p99_per_round_ms: list[float] = field(default_factory=list)
     by_kind: list[Latencies] = field(default_factory=list)  # new questions, follow-ups
     server_cpu_ms_per_stream: float = 0.0
+    answered: int = 0  # streams that ended with `done`
+    serving_cpu_ms_per_answer: float = 0.0  # the serving process
+    workers_cpu_ms_per_answer: float = 0.0  # the offline-agent worker processes, summed
+    service_cpu_ms_per_answer: float = 0.0  # both: the whole service
+    workload_cpu_ms: float = 0.0  # the reference workload's CPU time in this run (benchmarks/workload.py)
+    service_cpu_x_workload: float = 0.0  # service_cpu_ms_per_answer / workload_cpu_ms
+    uptime_before: str = ""
+    uptime_after: str = ""
     load_average: float = 0.0  # 1-minute load of the machine after the run (other processes skew latencies)
     error_samples: list[str] = field(default_factory=list)
 
@@ -124,6 +144,14 @@ def proc_cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def uptime() -> str:
+    """The machine's `uptime` line (load averages: the box is shared)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def child_pids(pid: int) -> list[int]:
@@ -342,10 +370,22 @@ def print_report(rep: Report) -> None:
         f"  streams per second: {rep.streams_per_s}; serving-process CPU per stream: {rep.server_cpu_ms_per_stream} ms"
     )
     print(
+        f"  CPU per answered stream ({rep.answered} answered): serving process {rep.serving_cpu_ms_per_answer} ms"
+        f" + workers {rep.workers_cpu_ms_per_answer} ms = whole service {rep.service_cpu_ms_per_answer} ms"
+    )
+    ok = rep.service_cpu_x_workload <= TARGET_SERVICE_CPU_X_WORKLOAD
+    print(
+        f"  = {rep.service_cpu_x_workload} x the reference workload (sum(i*i for i in range(10**6)): "
+        f"{rep.workload_cpu_ms} ms CPU in this run); target <= {TARGET_SERVICE_CPU_X_WORKLOAD:g} x   "
+        f"{'ok' if ok else 'MISSED'}"
+    )
+    print(
         f"  peak RSS: serving process {rep.peak_rss_mib} MiB (now {rep.rss_after_mib} MiB), "
         f"{rep.workers} offline-agent worker(s) {rep.workers_peak_rss_mib} MiB summed"
     )
     print(f"  machine load average (1 min): {rep.load_average} on {os.cpu_count()} cores")
+    print(f"  uptime before: {rep.uptime_before}")
+    print(f"  uptime after:  {rep.uptime_after}")
     for e in rep.error_samples:
         print(f"  error: {e}")
 
@@ -367,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         print("load_chat: --concurrency must be 1-2000 and --rounds 1-20", file=sys.stderr)
         return 2
 
+    up_before = uptime()
+    ref_before = time_workload()
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="vramwise-load-") as tmp:
@@ -375,13 +417,17 @@ def main(argv: list[str] | None = None) -> int:
             wait_ready(base_url, proc)
             if not args.no_warmup:
                 asyncio.run(run_load(base_url, args.concurrency, 1, args.timeout))
+            workers0 = child_pids(proc.pid)
             cpu0 = proc_cpu_s(proc.pid)
+            wcpu0 = {w: proc_cpu_s(w) for w in workers0}
             t0 = time.perf_counter()
             results = asyncio.run(run_load(base_url, args.concurrency, args.rounds, args.timeout))
             wall = time.perf_counter() - t0
             cpu = proc_cpu_s(proc.pid) - cpu0
-            mem = proc_memory_mib(proc.pid)
             workers = child_pids(proc.pid)
+            # a worker that replaced a dead one counts from 0
+            wcpu = sum(proc_cpu_s(w) - wcpu0.get(w, 0.0) for w in workers)
+            mem = proc_memory_mib(proc.pid)
             workers_peak = sum(proc_memory_mib(w)[0] for w in workers)
             if any(r.error for r in results):  # the service's own account of what went wrong
                 log_tail = (Path(tmp) / "server.log").read_text(errors="replace")[-3000:]
@@ -394,6 +440,16 @@ def main(argv: list[str] | None = None) -> int:
                 proc.kill()
     rep = summarise(results, args.concurrency, args.rounds, wall, mem)
     rep.server_cpu_ms_per_stream = round(cpu * 1000 / max(1, rep.streams), 2)
+    ref_after = time_workload()
+    workload_ms = statistics.median([ref_before.cpu_ms, ref_after.cpu_ms])
+    answered = sum(1 for r in results if r.done_ms is not None and r.error is None)
+    rep.answered = answered
+    rep.serving_cpu_ms_per_answer = round(cpu * 1000 / max(1, answered), 2)
+    rep.workers_cpu_ms_per_answer = round(wcpu * 1000 / max(1, answered), 2)
+    rep.service_cpu_ms_per_answer = round((cpu + wcpu) * 1000 / max(1, answered), 2)
+    rep.workload_cpu_ms = round(workload_ms, 1)
+    rep.service_cpu_x_workload = round(rep.service_cpu_ms_per_answer / workload_ms, 4) if workload_ms else 0.0
+    rep.uptime_before, rep.uptime_after = up_before, uptime()
     rep.workers = len(workers)
     rep.workers_peak_rss_mib = round(workers_peak, 1)
     rep.first_event_p99_per_round_ms = [

@@ -6,7 +6,8 @@ lifespan starts the agent's workers (the offline agent's processes, service/api/
 opens the store (creating its tables), and on shutdown closes both.
 
 Routers: chat (SSE), openai_compat (/v1/chat/completions, /v1/models), estimate, catalog,
-health, web (the chat page at `/`, static files at `/static`). OpenAPI docs at `/docs`.
+health, web (the chat page at `/`, static files at `/static`), slack (`POST /slack/events`, 404 unless
+configured; service/slack). OpenAPI docs at `/docs`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from service.api.docs import install_docs
 from service.api.errors import install_error_handlers
 from service.api.turns import TurnRunner
 from service.settings import Settings
+from service.slack import SlackChannel
+from service.slack import router as slack_router
 from service.store import ConversationStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     runner = TurnRunner(
         agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
     )
+    slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -60,10 +64,14 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             for a in lifecycle:  # worker processes fork first, while the process has no other threads
                 await a.start()
             await store.open()
+            if slack is not None:
+                await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
             try:
                 yield
             finally:
+                if slack is not None:
+                    await slack.stop()
                 await store.close()
         finally:
             for a in lifecycle:
@@ -82,6 +90,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.store = store
     app.state.agent = served
     app.state.runner = runner
+    app.state.slack = slack
 
     if settings.cors_origins:
         app.add_middleware(
@@ -90,6 +99,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     install_error_handlers(app)
     for module in (chat, openai_compat, estimate, catalog, health, web):
         app.include_router(module.router)
+    app.include_router(slack_router)
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
     install_docs(app)
     return app

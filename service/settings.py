@@ -43,14 +43,14 @@ class Settings(BaseSettings):
     agent_processes: int | None = Field(default=None, ge=0, le=64)
     cors_origins: list[str] = Field(default_factory=list)
 
-    # Slack (later channel)
+    # Slack (service/slack): both set -> POST /slack/events answers; unset -> 404
     slack_bot_token: str | None = Field(
         default=None, validation_alias=AliasChoices("VRAMWISE_SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN")
     )
     slack_signing_secret: str | None = Field(
         default=None, validation_alias=AliasChoices("VRAMWISE_SLACK_SIGNING_SECRET", "SLACK_SIGNING_SECRET")
     )
-    slack_api_url: str | None = None  # tests point this at a fake Slack Web API
+    slack_api_url: str | None = None  # base URL of the Slack Web API; tests point this at a fake one
 
     @property
     def llm_configured(self) -> bool:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tools.estimator import estimate
@@ -115,14 +113,10 @@ def test_nothing_fits_within_the_limit() -> None:
     assert all(sg.fits and sg.num_gpus <= 4 for sg in result.suggestions)
 
 
-def test_search_is_bounded_and_fast() -> None:
-    base = estimate(FULL_FT_ON_4090, plan=False)
-    plan(base)  # warm
-    t0 = time.perf_counter()
-    result = plan(base)
-    elapsed = time.perf_counter() - t0
+def test_search_is_bounded() -> None:
+    # how long it takes is benchmarks/estimator_speed.py's job; how much work it does is checked here
+    result = plan(estimate(FULL_FT_ON_4090, plan=False))
     assert result.evaluated <= 60  # a few dozen estimates, not thousands
-    assert elapsed < 0.5  # target 50 ms (benchmarks/estimator_speed.py); generous on a shared CI box
 
 
 def test_cost_model_fidelity_ranks() -> None:

@@ -24,7 +24,7 @@ from tools.activations import inference_transient
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.no_effect import no_effect_notes
-from tools.overhead import overhead_components
+from tools.overhead import overhead_bytes, overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
@@ -63,6 +63,41 @@ def peak_for(rs: ResolvedScenario) -> Peak:
     overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
     total = tensor_peak + sum(c.bytes for c in overhead)
     return Peak(fp, phase_components, peak_phase, tensors, phases, overhead, tensor_peak, total)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the planner compares for a candidate: `estimate(scenario, plan=False)`'s resolved scenario,
+    per-GPU total and verdict, computed without the components, notes or serving capacity."""
+
+    scenario: Scenario
+    total_bytes: int
+    fits: bool
+
+
+def fit_of(scenario: Scenario) -> Fit:
+    """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
+    phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
+    tensor bytes), overhead as a sum (tools.overhead.overhead_bytes)."""
+    rs = resolve(scenario)
+    fp = footprint_for(rs)
+    tensor_peak = max(_tensor_bytes_at(fp, ph) for ph in fp.phases)
+    total = tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
+    return Fit(
+        scenario=rs.scenario,
+        total_bytes=total,
+        fits=total <= int(rs.gpu.memory_bytes * (1.0 - rs.safety_margin)),
+    )
+
+
+def _tensor_bytes_at(fp: ModelFootprint, phase: str) -> int:
+    """The sum of `fp.components_at(phase)` bytes (a part's entry counts when positive, as an int)."""
+    total = 0
+    for part in fp.parts:
+        entry = part.at.get(phase)
+        if entry and entry[0] > 0:
+            total += int(entry[0])
+    return total
 
 
 def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:

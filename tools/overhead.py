@@ -15,6 +15,21 @@ from tools.result import Component
 from tools.units import MiB
 
 
+def allocator_slack_bytes(tensor_peak_bytes: int) -> int:
+    """PyTorch caching allocator slack at the peak: a fraction of the tensor peak, capped (calibration)."""
+    return min(int(tensor_peak_bytes * cal.ALLOCATOR_SLACK_FRACTION), cal.ALLOCATOR_SLACK_MAX_BYTES)
+
+
+def overhead_bytes(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> int:
+    """The sum of `overhead_components` (same terms), without building them: what the planner compares."""
+    groups = layout.communicators(training=training)
+    return (
+        cal.CUDA_CONTEXT_BYTES
+        + allocator_slack_bytes(tensor_peak_bytes)
+        + len(groups) * cal.NCCL_BYTES_PER_COMMUNICATOR
+    )
+
+
 def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> list[Component]:
     out = [
         Component.model_construct(
@@ -29,7 +44,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             note=None,
         )
     ]
-    slack = min(int(tensor_peak_bytes * cal.ALLOCATOR_SLACK_FRACTION), cal.ALLOCATOR_SLACK_MAX_BYTES)
+    slack = allocator_slack_bytes(tensor_peak_bytes)
     out.append(
         Component.model_construct(
             name="allocator_slack",

@@ -114,3 +114,11 @@ class Layout:
         if training and self.dp > 1:
             groups.append(f"DP({self.dp})")
         return groups
+
+
+def tp_fits_heads(heads: int, kv_heads: int, tp: int) -> bool:
+    """TP `tp` splits the attention heads evenly and divides the KV heads or is a multiple of them (each
+    KV head replicated on tp / kv ranks: Megatron/vLLM). kv_heads = 0: no KV-head constraint (MLA)."""
+    if heads % tp:
+        return False
+    return not kv_heads or kv_heads % tp == 0 or tp % kv_heads == 0

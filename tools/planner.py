@@ -18,8 +18,10 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered
    only when the job fits as asked on more GPUs than it needs; more GPUs only beyond the asked count.
 5. `PlanResult.min_gpus_changes`: the min_gpus layout ({} = as stated), read by tools.estimator.
-Every candidate is estimated with `tools.estimator.estimate(candidate, plan=False)`; candidates the
-estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped.
+Every candidate is checked with `tools.estimator.fit_of(candidate)`: the total and verdict of
+`estimate(candidate, plan=False)` without its components, notes or serving capacity (a candidate is
+compared, never shown); candidates the estimator rejects (ScenarioError: e.g. TP not dividing the
+heads) are skipped.
 
 Cost model (documented ordering; lower is better, compared in this order):
 1. GPUs: fewer first (the hardware bill).
@@ -42,6 +44,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tools.errors import ScenarioError
+from tools.estimator import Fit
+from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
@@ -454,19 +458,19 @@ INFERENCE_LADDER: tuple[Any, ...] = (KvDtype8(), QuantizedWeights("fp8"), Quanti
 class _Search:
     base: Estimate
     stated: Scenario
-    estimate_fn: Callable[[Scenario], Estimate]
+    estimate_fn: Callable[[Scenario], Fit]
     max_gpus: int
     evaluated: int = 0
-    cache: dict[str, Estimate | None] = field(default_factory=dict)
+    cache: dict[str, Fit | None] = field(default_factory=dict)
 
-    def run(self, changes: dict[str, Any]) -> Estimate | None:
-        """Estimate the stated scenario with `changes` (None when the estimator rejects it)."""
+    def run(self, changes: dict[str, Any]) -> Fit | None:
+        """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
         if not changes:
-            return self.base
+            return _fit_of_estimate(self.base)
         key = repr(sorted(changes.items(), key=lambda kv: kv[0]))
         if key in self.cache:
             return self.cache[key]
-        result: Estimate | None
+        result: Fit | None
         try:
             result = self.estimate_fn(self.stated.merged(**changes))
         except (ScenarioError, ValueError):
@@ -478,6 +482,10 @@ class _Search:
     def resolved(self, changes: dict[str, Any]) -> Scenario:
         """The base's resolved scenario with `changes`: what levers inspect."""
         return self.base.scenario.model_copy(update=changes)
+
+
+def _fit_of_estimate(est: Estimate) -> Fit:
+    return Fit(scenario=est.scenario, total_bytes=est.per_gpu.total_bytes, fits=est.fits)
 
 
 def _stated_scenario(base: Estimate) -> Scenario:
@@ -503,7 +511,7 @@ def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
     tp = 1
     while tp * 2 <= min(n, cap):
         t = tp * 2
-        if heads % t or (kv and kv % t and t % kv):
+        if not tp_fits_heads(heads, kv, t):
             break
         tp = t
     return tp
@@ -540,7 +548,7 @@ def _layouts(s: Scenario, n: int, stated_fields: set[str]) -> list[dict[str, Any
 
 def _fit_at(
     search: _Search, extra: dict[str, Any], n: int, stated_fields: set[str]
-) -> tuple[dict[str, Any], Estimate] | None:
+) -> tuple[dict[str, Any], Fit] | None:
     s = search.resolved(extra)
     if n == (s.num_gpus or 1):
         est = search.run(extra)
@@ -556,13 +564,13 @@ def _fit_at(
 
 def _min_gpus(
     search: _Search, extra: dict[str, Any], stated_fields: set[str]
-) -> tuple[int, dict[str, Any], Estimate] | None:
+) -> tuple[int, dict[str, Any], Fit] | None:
     """Fewest GPUs (powers of two up to max_gpus, and the job's own count) that fit with `extra` applied,
     by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding."""
     n0 = search.resolved(extra).num_gpus or 1
     counts = sorted({1 << k for k in range(search.max_gpus.bit_length()) if 1 << k <= search.max_gpus} | {n0})
     lo, hi = 0, len(counts) - 1
-    best: tuple[int, dict[str, Any], Estimate] | None = None
+    best: tuple[int, dict[str, Any], Fit] | None = None
     while lo <= hi:
         mid = (lo + hi) // 2
         got = _fit_at(search, extra, counts[mid], stated_fields)
@@ -592,9 +600,7 @@ def _layout_text(changes: dict[str, Any]) -> str:
     return ", ".join(parts) or "data parallel"
 
 
-def _ladder(
-    search: _Search, start: tuple[Move, ...], levers: Iterable[Any]
-) -> tuple[Candidate, Estimate] | None:
+def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Fit] | None:
     """Stack levers one by one on `start`; return the first rung that fits (later rungs only cost more)."""
     moves = list(start)
     cand = _compose(moves)
@@ -631,7 +637,7 @@ def _dominates(k: tuple[Any, ...], kept: Suggestion, key: tuple[Any, ...], sg: S
     return all(covers(f) for f in mine)
 
 
-def _prune(search: _Search, cand: Candidate, est: Estimate) -> tuple[Candidate, Estimate]:
+def _prune(search: _Search, cand: Candidate, est: Fit) -> tuple[Candidate, Fit]:
     """The smallest subset of `cand`'s moves that still fits: drop each move in turn (latest, i.e. most
     expensive, first) and keep the drop when the rest still fits."""
     moves = list(cand.moves)
@@ -646,6 +652,20 @@ def _prune(search: _Search, cand: Candidate, est: Estimate) -> tuple[Candidate, 
     return cand, est
 
 
+def _cheapest(
+    scored: list[tuple[tuple[Any, ...], Suggestion]], limit: int
+) -> list[tuple[tuple[Any, ...], Suggestion]]:
+    """The `limit` cheapest suggestions (cost key order), dropping what a cheaper kept one dominates."""
+    kept: list[tuple[tuple[Any, ...], Suggestion]] = []
+    for key, sg in sorted(scored, key=lambda x: x[0]):
+        if any(_dominates(k, o, key, sg) for k, o in kept):
+            continue
+        kept.append((key, sg))
+        if len(kept) >= limit:
+            break
+    return kept
+
+
 def plan(
     base: Estimate,
     *,
@@ -655,17 +675,21 @@ def plan(
 ) -> PlanResult:
     """Cheapest `limit` changes that fit (ordered by the module's cost model) and min_gpus.
 
-    `estimate_fn` defaults to `tools.estimator.estimate(s, plan=False)`.
+    Candidates are checked with `tools.estimator.fit_of` (the verdict of `estimate(s, plan=False)`);
+    with `estimate_fn` (an Estimate per scenario) they are estimated with it instead.
     """
-    if estimate_fn is None:
-        from tools.estimator import estimate
+    from tools.estimator import fit_of
 
-        def estimate_fn(s: Scenario) -> Estimate:
-            return estimate(s, plan=False)
+    check: Callable[[Scenario], Fit] = fit_of
+    if estimate_fn is not None:
+        given = estimate_fn
+
+        def check(s: Scenario) -> Fit:
+            return _fit_of_estimate(given(s))
 
     stated = _stated_scenario(base)
     stated_fields = {f for f in Scenario.model_fields if getattr(stated, f) is not None}
-    search = _Search(base=base, stated=stated, estimate_fn=estimate_fn, max_gpus=max_gpus)
+    search = _Search(base=base, stated=stated, estimate_fn=check, max_gpus=max_gpus)
     s = base.scenario
     n0 = s.num_gpus or 1
 
@@ -677,22 +701,22 @@ def plan(
 
     scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
-    def add(text: str, changes: dict[str, Any], est: Estimate) -> None:
+    def add(text: str, changes: dict[str, Any], est: Fit) -> None:
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
-        key = (n, fid, round(slow, 3), est.per_gpu.total_bytes, len(changes))
+        key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
         scored.append(
             (
                 key,
                 Suggestion(
                     change=text,
                     scenario_changes=dict(changes),
-                    total_bytes=est.per_gpu.total_bytes,
+                    total_bytes=est.total_bytes,
                     fits=est.fits,
                     num_gpus=n,
                     rationale=(
                         f"{_gpus(n)}; {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
-                        f"(estimated); {est.per_gpu.total_bytes / 2**30:.1f} GiB per GPU"
+                        f"(estimated); {est.total_bytes / 2**30:.1f} GiB per GPU"
                     ),
                 ),
             )
@@ -729,8 +753,12 @@ def plan(
             if res is not None:
                 cand, est = _prune(search, res[0], res[1])
                 add(cand.text, cand.changes, est)
-        # 3) more GPUs with the cheap no-fidelity levers (training) or quantised weights (inference)
-        if s.task != "inference":
+        # 3) more GPUs with the cheap no-fidelity levers (training) or quantised weights (inference);
+        #    skipped when `limit` suggestions at the job's own GPU count are already kept: a suggestion on
+        #    more GPUs sorts after them (GPUs first in the cost key), so it could never be shown
+        if sum(1 for key, _ in _cheapest(scored, limit) if key[0] <= n0) >= limit:
+            groups: list[tuple[Any, ...]] = []
+        elif s.task != "inference":
             groups: list[tuple[Any, ...]] = [(Checkpointing(), EightBitOptimizer())]
             if not megatron_layouts(s):  # no TP/SP to split activations: a smaller micro-batch under ZeRO-3
                 groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
@@ -745,16 +773,7 @@ def plan(
             if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
                 add(f"{cand.text} on {_gpus(got[0])} ({_layout_text(got[1])})", got[1], got[2])
 
-    # cheapest first; drop what a cheaper kept suggestion dominates (_dominates)
-    scored.sort(key=lambda x: x[0])
-    kept: list[tuple[tuple[Any, ...], Suggestion]] = []
-    for key, sg in scored:
-        if any(_dominates(k, o, key, sg) for k, o in kept):
-            continue
-        kept.append((key, sg))
-        if len(kept) >= limit:
-            break
-    out = [sg for _, sg in kept]
+    out = [sg for _, sg in _cheapest(scored, limit)]
     return PlanResult(
         suggestions=out, min_gpus=min_gpus, min_gpus_changes=min_gpus_changes, evaluated=search.evaluated
     )

@@ -4,8 +4,10 @@ The offline agent is pure CPU (parse, estimate, planner search: milliseconds per
 in the serving process it would compete with the event loop for the GIL, and every other
 stream's first event would wait behind it. In worker processes it uses the other cores and the
 serving loop only moves bytes. A question is answered whole in a worker (the offline agent never
-waits on I/O); its events come back as JSON and are re-streamed, with the text coalesced into
-pieces of up to `TOKEN_PIECE_CHARS` so a long answer is a handful of SSE writes, not dozens.
+waits on I/O). The worker also coalesces the text into pieces of up to `TOKEN_PIECE_CHARS` (a long
+answer is a handful of SSE events, not dozens) and encodes every event's SSE bytes, display panels
+included, once (`service.api.sse_wire`): the serving process gets plain strings back, builds events
+around them without validating them again, and only writes the bytes.
 
 Workers are forked when the app starts, before the store opens its connections (the serving
 process is then single-threaded, so forking is safe); they inherit the imported agent and
@@ -31,7 +33,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from service.agent.base import Agent, ConversationState
-from service.agent.events import AgentEvent, Language, TokenEvent
+from service.agent.events import AgentEvent, Language
+from service.api import sse_wire
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +70,21 @@ def _detach_from_server_signals() -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _answer(question: str, state_json: str, language: Language | None) -> list[str]:
-    """One question answered in the worker: its events as JSON strings."""
+def _answer(question: str, state_json: str, language: Language | None) -> list[sse_wire.Wire]:
+    """One question answered in the worker: its events, text coalesced, in wire form (sse_wire.encode)."""
+    from service.agent.offline.language import detect_language
+
     agent: Agent = _worker["agent"]
     state = ConversationState.model_validate_json(state_json)
 
-    async def collect() -> list[str]:
-        return [ev.model_dump_json() async for ev in agent.stream(question, state, language)]
+    async def collect() -> list[AgentEvent]:
+        return [ev async for ev in agent.stream(question, state, language)]
 
-    return _worker["loop"].run_until_complete(collect())
+    events = coalesce_tokens(_worker["loop"].run_until_complete(collect()))
+    # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)
+    display_language = language or detect_language(question, default=state.language or "en")
+    displays: dict[tuple[int, str], dict[str, Any]] = {}
+    return [sse_wire.encode(ev, display_language, displays) for ev in events]
 
 
 def _ready() -> int:
@@ -85,18 +94,7 @@ def _ready() -> int:
 # ---- in the serving process ----------------------------------------------------------------------------
 def coalesce_tokens(events: list[AgentEvent], max_chars: int = TOKEN_PIECE_CHARS) -> list[AgentEvent]:
     """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole)."""
-    out: list[AgentEvent] = []
-    for ev in events:
-        last = out[-1] if out else None
-        if (
-            isinstance(ev, TokenEvent)
-            and isinstance(last, TokenEvent)
-            and len(last.text) + len(ev.text) <= max_chars
-        ):
-            out[-1] = TokenEvent(text=last.text + ev.text)
-        else:
-            out.append(ev)
-    return out
+    return sse_wire.merge_tokens(events, max_chars)
 
 
 class ProcessPoolAgent:
@@ -140,11 +138,11 @@ class ProcessPoolAgent:
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        raw = await self._answer(question, state.model_dump_json(), language)
-        for ev in coalesce_tokens([_EVENT.validate_json(r) for r in raw]):
-            yield ev
+        wires = await self._answer(question, state.model_dump_json(), language)
+        for wire in wires:
+            yield sse_wire.decode(wire, _EVENT)
 
-    async def _answer(self, question: str, state_json: str, language: Language | None) -> list[str]:
+    async def _answer(self, question: str, state_json: str, language: Language | None) -> list[sse_wire.Wire]:
         """Run in a worker; if the pool broke (a worker died), start a new one and ask once more:
         the offline agent is deterministic and has no side effects, so a retry is safe."""
         loop = asyncio.get_running_loop()

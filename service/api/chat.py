@@ -9,32 +9,23 @@ plus `display` when it has an estimate) or `error` {error, message, field, accep
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from service.agent.events import (
-    AgentEvent,
     Display,
-    DoneEvent,
-    ErrorEvent,
-    EstimateEvent,
     Language,
-    NoticeEvent,
-    ScenarioEvent,
-    TokenEvent,
 )
 from service.agent.offline.language import detect_language
 from service.agent.render import display_panels
 from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, sse_doc
-from service.api.streaming import ready_batches
+from service.api.sse_wire import sse, turn_frames
+from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
 from tools.result import Estimate
@@ -44,64 +35,22 @@ router = APIRouter(tags=["chat"])
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 PING_SECONDS = 15
-
-
-def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
-    """The SSE event name and its JSON payload for one agent event."""
-    if isinstance(ev, ScenarioEvent):
-        return "scenario", ev.scenario.model_dump(mode="json", exclude_none=True)
-    if isinstance(ev, EstimateEvent):
-        return "estimate", ev.estimate.model_dump(mode="json")
-    if isinstance(ev, TokenEvent):
-        return "token", {"text": ev.text}
-    if isinstance(ev, NoticeEvent):
-        return "notice", {"message": ev.message, "code": ev.code}
-    if isinstance(ev, DoneEvent):
-        return "done", ev.answer.model_dump(mode="json")
-    if isinstance(ev, ErrorEvent):
-        return "error", {
-            "error": ev.message,
-            "message": ev.message,
-            "field": ev.field,
-            "accepted": ev.accepted,
-            "suggestions": ev.suggestions,
-        }
-    raise TypeError(f"unknown agent event {type(ev).__name__}")
-
-
-def _sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
-    return ServerSentEvent(event=name, data=json.dumps(payload, ensure_ascii=False))
-
-
-def display_payload(estimate: Estimate, language: str) -> dict[str, Any]:
-    """The `display` event: the estimate's panel texts in the answer's language (render.display_panels)."""
-    return display_panels(estimate, language).model_dump(mode="json")
-
-
-def turn_events(ev: AgentEvent, display_language: str) -> list[tuple[str, dict[str, Any]]]:
-    """The SSE events for one agent event: `estimate` is followed by `display` (its panel texts in
-    the language the answer is expected in); `done` carries `display` in the answer's own language."""
-    name, payload = event_payload(ev)
-    if isinstance(ev, EstimateEvent):
-        return [(name, payload), ("display", display_payload(ev.estimate, display_language))]
-    if isinstance(ev, DoneEvent) and ev.answer.estimate is not None:
-        payload["display"] = display_payload(ev.answer.estimate, ev.answer.language)
-    return [(name, payload)]
+CHUNK_SECONDS = 0.05  # events arriving within this of a batch's first one go out with it (one write)
 
 
 async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
     """`meta` at once, then the agent's events; those ready together go out in one write."""
-    yield _sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
+    yield sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
     # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
     language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
-    async for batch in ready_batches(runner.run(turn)):
-        yield b"".join(_sse(*out).encode() for ev in batch for out in turn_events(ev, language))
+    async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
+        yield b"".join(turn_frames(ev, language) for ev in batch)
 
 
 @router.post(
     "/v1/chat",
     summary="Ask a question; the answer streams as Server-Sent Events",
-    response_class=EventSourceResponse,
+    response_class=EventStream,
     responses={
         **sse_doc(
             "An event stream that always ends with `done` or `error`:",
@@ -125,9 +74,9 @@ async def chat(
     body: ChatRequest,
     runner: RunnerDep,
     agent: AgentDep,
-) -> EventSourceResponse:
+) -> EventStream:
     turn = await runner.prepare(body.message, conversation_id=body.conversation_id, language=body.language)
-    return EventSourceResponse(chat_events(runner, turn, agent.name), ping=PING_SECONDS, headers=SSE_HEADERS)
+    return EventStream(chat_events(runner, turn, agent.name), ping_s=PING_SECONDS, headers=SSE_HEADERS)
 
 
 class DisplayRequest(BaseModel):

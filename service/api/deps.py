@@ -1,4 +1,8 @@
-"""Dependencies injected into the routers (`Depends`): everything lives on the app, nothing global."""
+"""Dependencies injected into the routers (`Depends`): everything lives on the app, nothing global.
+
+They are `async def` although they only read an attribute: FastAPI runs a plain `def` dependency in
+its thread pool, a thread hand-off per dependency per request.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +16,19 @@ from service.settings import Settings
 from service.store import ConversationStore
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_store(request: Request) -> ConversationStore:
+async def get_store(request: Request) -> ConversationStore:
     return request.app.state.store
 
 
-def get_agent(request: Request) -> Agent:
+async def get_agent(request: Request) -> Agent:
     return request.app.state.agent
 
 
-def get_runner(request: Request) -> TurnRunner:
+async def get_runner(request: Request) -> TurnRunner:
     return request.app.state.runner
 
 

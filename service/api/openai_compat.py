@@ -20,14 +20,14 @@ from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 
 from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
 from service.api.deps import RunnerDep
 from service.api.errors import ApiError
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
-from service.api.streaming import ready_batches
+from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 
 router = APIRouter(tags=["openai-compatible"])
@@ -35,6 +35,7 @@ router = APIRouter(tags=["openai-compatible"])
 MODEL_ID = "vramwise"
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: a fixed date for the model object
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+CHUNK_SECONDS = 0.05  # deltas arriving within this of a batch's first one go out with it (one write)
 
 
 # ---- wire models (OpenAI's chat completion format) --------------------------------------------------
@@ -165,16 +166,12 @@ async def _prepare(req: ChatCompletionRequest, runner: TurnRunner) -> PreparedTu
         **OPENAI_ERROR_RESPONSES,
     },
 )
-async def chat_completions(
-    req: ChatCompletionRequest, runner: RunnerDep
-) -> ChatCompletion | EventSourceResponse:
+async def chat_completions(req: ChatCompletionRequest, runner: RunnerDep) -> ChatCompletion | EventStream:
     turn = await _prepare(req, runner)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if req.stream:
-        return EventSourceResponse(
-            _chunks(runner, turn, completion_id, created), ping=15, headers=SSE_HEADERS
-        )
+        return EventStream(_chunks(runner, turn, completion_id, created), ping_s=15, headers=SSE_HEADERS)
     text = ""
     async for ev in runner.run(turn):
         if isinstance(ev, DoneEvent):
@@ -211,7 +208,7 @@ async def _chunks(
     cid = turn.conversation_id
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
-    async for batch in ready_batches(runner.run(turn)):
+    async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
             if isinstance(ev, TokenEvent) and ev.text:

@@ -1,0 +1,268 @@
+"""The chat stream's Server-Sent Events, encoded once.
+
+`turn_frames(ev, display_language)` is the bytes of the SSE event(s) one agent event becomes
+(`estimate` is followed by `display`, its panel texts; `done` carries `display` in the answer's
+own language). Every agent event can go through it; the offline agent's worker processes
+(`service.api.agent_pool`) encode their events there, once, and the serving process gets back
+*encoded events*: ordinary `AgentEvent`s that carry their finished bytes (`frames_of`) and decode
+their large fields (the Estimate, the Scenario) only if some consumer reads them. The serving
+process then neither re-validates the worker's events nor builds display panels or JSON again: it
+writes the bytes, splicing in the one thing it owns (the `done` payload's `conversation_id`).
+
+An SSE event is `event: NAME\\r\\ndata: JSON\\r\\n\\r\\n` (sse_starlette's ServerSentEvent with its default
+separator; the JSON has no raw line breaks, so it is one `data:` line).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, PrivateAttr
+from sse_starlette import ServerSentEvent
+
+from service.agent.events import (
+    AgentEvent,
+    Answer,
+    DoneEvent,
+    ErrorEvent,
+    EstimateEvent,
+    NoticeEvent,
+    ScenarioEvent,
+    TokenEvent,
+)
+from service.agent.render import display_panels
+from tools.result import Estimate
+from tools.scenario import Scenario
+
+SEP = "\r\n"  # sse_starlette ServerSentEvent.DEFAULT_SEPARATOR
+
+
+def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
+    """The SSE event name and its JSON payload for one agent event."""
+    if isinstance(ev, ScenarioEvent):
+        return "scenario", ev.scenario.model_dump(mode="json", exclude_none=True)
+    if isinstance(ev, EstimateEvent):
+        return "estimate", ev.estimate.model_dump(mode="json")
+    if isinstance(ev, TokenEvent):
+        return "token", {"text": ev.text}
+    if isinstance(ev, NoticeEvent):
+        return "notice", {"message": ev.message, "code": ev.code}
+    if isinstance(ev, DoneEvent):
+        return "done", ev.answer.model_dump(mode="json")
+    if isinstance(ev, ErrorEvent):
+        return "error", {
+            "error": ev.message,
+            "message": ev.message,
+            "field": ev.field,
+            "accepted": ev.accepted,
+            "suggestions": ev.suggestions,
+        }
+    raise TypeError(f"unknown agent event {type(ev).__name__}")
+
+
+def dumps(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(event=name, data=dumps(payload))
+
+
+def display_payload(estimate: Estimate, language: str) -> dict[str, Any]:
+    """The `display` event: the estimate's panel texts in the answer's language (render.display_panels)."""
+    return display_panels(estimate, language).model_dump(mode="json")
+
+
+def turn_events(ev: AgentEvent, display_language: str) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events for one agent event: `estimate` is followed by `display` (its panel texts in
+    the language the answer is expected in); `done` carries `display` in the answer's own language."""
+    name, payload = event_payload(ev)
+    if isinstance(ev, EstimateEvent):
+        return [(name, payload), ("display", display_payload(ev.estimate, display_language))]
+    if isinstance(ev, DoneEvent) and ev.answer.estimate is not None:
+        payload["display"] = display_payload(ev.answer.estimate, ev.answer.language)
+    return [(name, payload)]
+
+
+def turn_frames(ev: AgentEvent, display_language: str) -> bytes:
+    """The encoded SSE event(s) of one agent event: its own bytes when it carries them (encoded in a
+    worker), else `turn_events` encoded now."""
+    frames = frames_of(ev)
+    if frames is not None:
+        return frames
+    return b"".join(sse(name, payload).encode() for name, payload in turn_events(ev, display_language))
+
+
+def _frame(name: str, data: str) -> str:
+    return f"event: {name}{SEP}data: {data}{SEP}{SEP}"
+
+
+# ---- encoded events -------------------------------------------------------------------------------------
+class _Lazy:
+    """Fields decoded from JSON on first read (a missing field of a model built with model_construct)."""
+
+    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name in type(self)._lazy_types:
+            private = object.__getattribute__(self, "__pydantic_private__") or {}
+            raw = (private.get("_lazy_json") or {}).get(name)
+            if raw is not None:
+                value = None if raw == "null" else type(self)._lazy_types[name].model_validate_json(raw)
+                self.__dict__[name] = value
+                return value
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    def _materialise(self) -> None:
+        for name in type(self)._lazy_types:
+            getattr(self, name)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        self._materialise()
+        return super().model_dump(**kwargs)  # type: ignore[misc]
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        self._materialise()
+        return super().model_dump_json(**kwargs)  # type: ignore[misc]
+
+
+class EncodedScenarioEvent(_Lazy, ScenarioEvent):
+    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {"scenario": Scenario}
+    _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
+    _frames: bytes = PrivateAttr(b"")
+
+
+class EncodedEstimateEvent(_Lazy, EstimateEvent):
+    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {"estimate": Estimate}
+    _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
+    _frames: bytes = PrivateAttr(b"")  # `estimate` then `display`
+
+
+class EncodedTokenEvent(TokenEvent):
+    _frames: bytes = PrivateAttr(b"")
+
+
+class EncodedAnswer(_Lazy, Answer):
+    """An Answer whose `done` event is encoded but for its `conversation_id` (set by the turn runner
+    after the agent answered: the payload is spliced around it, so model_copy keeps it right)."""
+
+    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {"scenario": Scenario, "estimate": Estimate}
+    _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
+    _head: str = PrivateAttr("")  # the payload's JSON up to the conversation_id value
+    _tail: str = PrivateAttr("")  # after it: the rest of the answer (and `display`)
+
+    def done_frame(self) -> bytes:
+        return _frame("done", self._head + dumps(self.conversation_id) + self._tail).encode()
+
+
+def frames_of(ev: AgentEvent) -> bytes | None:
+    """The finished bytes an encoded event carries (None for an ordinary event)."""
+    if isinstance(ev, DoneEvent):
+        answer = ev.answer
+        return answer.done_frame() if isinstance(answer, EncodedAnswer) else None
+    if isinstance(ev, EncodedScenarioEvent | EncodedEstimateEvent | EncodedTokenEvent):
+        return ev._frames
+    return None
+
+
+# Wire form between a worker and the serving process: plain tuples of str (cheap to pickle).
+Wire = tuple[str, ...]
+
+
+def _split_at(payload: dict[str, Any], key: str) -> tuple[str, str]:
+    """`dumps(payload)` in two pieces around the value of `key` (json.dumps' default separators)."""
+    keys = list(payload)
+    i = keys.index(key)
+    before = {k: payload[k] for k in keys[:i]}
+    head = (dumps(before)[:-1] + ", " if before else "{") + f"{dumps(key)}: "
+    tail = "".join(f", {dumps(k)}: {dumps(payload[k])}" for k in keys[i + 1 :]) + "}"
+    return head, tail
+
+
+def encode(ev: AgentEvent, display_language: str, displays: dict[tuple[int, str], dict[str, Any]]) -> Wire:
+    """One agent event in wire form (in a worker). `displays` caches the panel texts by (estimate, language)
+    so the `estimate` and `done` events of one answer build them once."""
+
+    def display(estimate: Estimate, language: str) -> dict[str, Any]:
+        key = (id(estimate), language)
+        if key not in displays:
+            displays[key] = display_payload(estimate, language)
+        return displays[key]
+
+    if isinstance(ev, TokenEvent):
+        return ("token", ev.text, _frame("token", dumps({"text": ev.text})))
+    if isinstance(ev, ScenarioEvent):
+        data = dumps(ev.scenario.model_dump(mode="json", exclude_none=True))
+        return ("scenario", ev.scenario.model_dump_json(), _frame("scenario", data))
+    if isinstance(ev, EstimateEvent):
+        frames = _frame("estimate", dumps(ev.estimate.model_dump(mode="json"))) + _frame(
+            "display", dumps(display(ev.estimate, display_language))
+        )
+        return ("estimate", ev.estimate.model_dump_json(), frames)
+    if isinstance(ev, DoneEvent):
+        a = ev.answer
+        payload = a.model_dump(mode="json")
+        if a.estimate is not None:
+            payload["display"] = display(a.estimate, a.language)
+        head, tail = _split_at(payload, "conversation_id")
+        return (
+            "done",
+            a.question,
+            a.language,
+            a.answer,
+            a.agent,
+            dumps(a.conversation_id),
+            "null" if a.scenario is None else a.scenario.model_dump_json(),
+            "null" if a.estimate is None else a.estimate.model_dump_json(),
+            head,
+            tail,
+        )
+    return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
+
+
+def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
+    """An encoded event from its wire form (in the serving process): no validation of what the
+    worker validated; `event_adapter` (a TypeAdapter of AgentEvent) for the small rare kinds."""
+    kind = wire[0]
+    if kind == "token":
+        tok = EncodedTokenEvent.model_construct(type="token", text=wire[1])
+        tok._frames = wire[2].encode()
+        return tok
+    if kind == "scenario":
+        sc = EncodedScenarioEvent.model_construct(type="scenario")
+        sc._lazy_json = {"scenario": wire[1]}
+        sc._frames = wire[2].encode()
+        return sc
+    if kind == "estimate":
+        est = EncodedEstimateEvent.model_construct(type="estimate")
+        est._lazy_json = {"estimate": wire[1]}
+        est._frames = wire[2].encode()
+        return est
+    if kind == "done":
+        _, question, language, text, agent, cid, scenario, estimate, head, tail = wire
+        answer = EncodedAnswer.model_construct(
+            question=question, language=language, answer=text, agent=agent, conversation_id=json.loads(cid)
+        )
+        answer._lazy_json = {"scenario": scenario, "estimate": estimate}
+        for name in answer._lazy_json:  # model_construct filled in their defaults (None): read lazily instead
+            answer.__dict__.pop(name, None)
+        answer._head, answer._tail = head, tail
+        return DoneEvent.model_construct(type="done", answer=answer)
+    return event_adapter.validate_json(wire[1])
+
+
+def merge_tokens(events: list[AgentEvent], max_chars: int) -> list[AgentEvent]:
+    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole)."""
+    out: list[AgentEvent] = []
+    for ev in events:
+        last = out[-1] if out else None
+        if (
+            isinstance(ev, TokenEvent)
+            and isinstance(last, TokenEvent)
+            and len(last.text) + len(ev.text) <= max_chars
+        ):
+            out[-1] = TokenEvent(text=last.text + ev.text)
+        else:
+            out.append(ev)
+    return out

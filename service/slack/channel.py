@@ -1,0 +1,391 @@
+"""The Slack channel: slack_bolt's AsyncApp behind `POST /slack/events`, answering through the same
+TurnRunner as the web chat (no second agent, no parsing, estimating or rendering of its own).
+
+- Requests are verified by bolt (signing secret; bad or missing signature, timestamps older than
+  5 minutes: 401, nothing runs). Listeners run after bolt has acknowledged (process_before_response
+  off), so Slack gets its 200 at once and the answer follows.
+- `/vram <question>`: ack at once (an ephemeral "Estimating: ..."), then the answer in the channel
+  through the command's response_url. `/vram help`, `/vram quiz`: the subcommand registry.
+- `app_mention`: answered in the thread of the message (streamed, service/slack/streaming.py); a
+  mention inside a thread continues that thread's conversation. DMs: a top-level message continues
+  the DM's running conversation and is answered in its thread; messages in a thread (also assistant
+  threads, AsyncAssistant) continue that thread's conversation.
+- Retries: each question event is claimed by its `event_id` in the store before the agent runs; a
+  retried delivery finds it claimed and gets no second answer (service/slack/store.py).
+- "Show formulas" posts the answer's full cited derivation in the thread.
+- Web API calls retry on 429 after Retry-After (AsyncRateLimitErrorRetryHandler) and on connection
+  errors; failures are logged with Slack's request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_bolt.adapter.fastapi.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp, AsyncAssistant
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.agent.events import Answer, DoneEvent, ErrorEvent, NoticeEvent, TokenEvent
+from service.agent.offline.language import detect_language
+from service.api.errors import ApiError
+from service.api.turns import TurnRunner
+from service.settings import Settings
+from service.slack.blocks import (
+    SHOW_FORMULAS,
+    answer_payload,
+    formulas_messages,
+    slack_section,
+    slack_text,
+    text_payload,
+)
+from service.slack.commands import Subcommands
+from service.slack.store import SlackStore
+from service.slack.streaming import ThreadReply, request_id, slack_error
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/vram"
+DEFAULT_API_URL = "https://slack.com/api/"
+RATE_LIMIT_RETRIES = 3
+STREAM_BUFFER_CHARS = 256  # characters gathered before a chat.appendStream (slack_sdk's default)
+UPDATE_INTERVAL_S = 1.5  # the fallback's chat.update (Tier 3: ~50 a minute)
+SHUTDOWN_WAIT_S = 10.0  # answers under way get this long to finish when the service stops
+
+
+@dataclass
+class Outcome:
+    answer: Answer | None = None
+    error: str | None = None
+    language: str = "en"
+    notices: list[str] = field(default_factory=list)
+
+
+def _strip_mention(text: str, bot_user_id: str | None) -> str:
+    if bot_user_id:
+        text = text.replace(f"<@{bot_user_id}>", " ")
+    return " ".join(text.split())
+
+
+class SlackChannel:
+    def __init__(self, settings: Settings, runner: TurnRunner) -> None:
+        assert settings.slack_bot_token and settings.slack_signing_secret
+        self.settings = settings
+        self.runner = runner
+        self.store = SlackStore(settings.database_url)
+        self.subcommands = Subcommands()
+        self.subcommands.register("help", self._help)
+        self.subcommands.register("quiz", self._quiz)
+        self.app: AsyncApp | None = None
+        self._handler: AsyncSlackRequestHandler | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, runner: TurnRunner) -> SlackChannel | None:
+        """The channel when both Slack settings are given, else None (`/slack/events` answers 404)."""
+        if not (settings.slack_bot_token and settings.slack_signing_secret):
+            return None
+        return cls(settings, runner)
+
+    # ---- lifecycle ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.store.open()
+        self.app = self._build_app()
+        self._handler = AsyncSlackRequestHandler(self.app)
+
+    async def stop(self) -> None:
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=SHUTDOWN_WAIT_S)
+            for task in pending:
+                task.cancel()
+        await self.store.close()
+
+    async def handle(self, request: Request) -> Response:
+        if self._handler is None:
+            return Response("Slack channel is starting", status_code=503)
+        return await self._handler.handle(request)
+
+    def _retry_handlers(self) -> list[Any]:
+        return [
+            AsyncConnectionErrorRetryHandler(),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        ]
+
+    def _build_app(self) -> AsyncApp:
+        client = AsyncWebClient(
+            token=self.settings.slack_bot_token,
+            base_url=self.settings.slack_api_url or DEFAULT_API_URL,
+            retry_handlers=self._retry_handlers(),
+        )
+        app = AsyncApp(
+            client=client,
+            signing_secret=self.settings.slack_signing_secret,
+            process_before_response=False,
+            logger=logging.getLogger("service.slack.bolt"),
+        )
+        app.command(COMMAND)(self._on_command)
+        app.event("app_mention")(self._on_mention)
+        app.event("message")(self._on_message)
+        app.action(SHOW_FORMULAS)(self._on_show_formulas)
+        assistant = AsyncAssistant()
+        assistant.thread_started(self._on_thread_started)
+        assistant.user_message(self._on_assistant_message)
+        app.use(assistant)
+        return app
+
+    async def _tracked(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Run one answer, known to `stop`; a failure is logged, never raised into bolt."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await work
+        except Exception:
+            log.exception("Slack %s failed", what)
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    # ---- the agent ------------------------------------------------------------------------------------
+    async def _ask(
+        self, question: str, conversation_id: str, on_token: Callable[[str], Awaitable[None]] | None = None
+    ) -> Outcome:
+        outcome = Outcome(language=detect_language(question))
+        try:
+            turn = await self.runner.prepare(
+                question, conversation_id=conversation_id, create_if_missing=True
+            )
+        except ApiError as exc:
+            outcome.error = exc.message
+            return outcome
+        async for ev in self.runner.run(turn):
+            if isinstance(ev, TokenEvent) and on_token is not None:
+                await on_token(ev.text)
+            elif isinstance(ev, NoticeEvent):
+                outcome.notices.append(ev.message)
+            elif isinstance(ev, DoneEvent):
+                outcome.answer = ev.answer
+                outcome.language = ev.answer.language
+            elif isinstance(ev, ErrorEvent):
+                outcome.error = ev.message
+                language = (ev.detail or {}).get("language")
+                if language in ("en", "zh"):
+                    outcome.language = language
+        return outcome
+
+    async def _final_payload(self, outcome: Outcome, conversation_id: str) -> dict[str, Any]:
+        if outcome.answer is None:
+            message = outcome.error or "no answer"
+            return text_payload(slack_text(outcome.language, "error", message=message))
+        answer = outcome.answer
+        ref = None
+        if answer.estimate is not None:
+            try:
+                ref = await self.store.save_answer(conversation_id, answer.language, answer.estimate)
+            except Exception:  # the answer still goes out, without its button
+                log.exception("could not store a Slack answer for its formulas button")
+        return answer_payload(answer, notices=outcome.notices, formulas_ref=ref)
+
+    # ---- /vram ----------------------------------------------------------------------------------------
+    async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
+        text = " ".join(str(body.get("text") or "").split())
+        language = detect_language(text)
+        matched = self.subcommands.match(text) if text else ("help", "")
+        if matched is not None:
+            name, rest = matched
+            message = await self.subcommands.handlers[name](rest, language, body)
+            await ack(response_type="ephemeral", **message)
+            return
+        await ack(response_type="ephemeral", text=slack_text(language, "ack", question=text[:200]))
+        await self._tracked(self._answer_command(body, text), f"command {body.get('trigger_id')}")
+
+    async def _answer_command(self, body: dict[str, Any], question: str) -> None:
+        team, channel, user = body.get("team_id"), body.get("channel_id"), body.get("user_id")
+        await self.store.claim_event(
+            f"command:{body.get('trigger_id')}", question
+        )  # the question, stored first
+        conversation_id = await self.store.conversation_for(f"command:{team}:{channel}:{user}")
+        outcome = await self._ask(question, conversation_id)
+        payload = await self._final_payload(outcome, conversation_id)
+        await self._send_response(str(body["response_url"]), {"response_type": "in_channel", **payload})
+
+    async def _send_response(self, url: str, message: dict[str, Any]) -> bool:
+        webhook = AsyncWebhookClient(url, retry_handlers=self._retry_handlers())
+        response = await webhook.send_dict(message)
+        if response.status_code != 200:
+            log.warning(
+                "response_url answered %s: %s (request id %s)",
+                response.status_code,
+                response.body,
+                (response.headers or {}).get("x-slack-req-id", "-"),
+            )
+            return False
+        return True
+
+    async def _help(self, rest: str, language: str, body: dict[str, Any]) -> dict[str, Any]:
+        return text_payload(str(slack_section(language, "help").get("text", "")))
+
+    async def _quiz(self, rest: str, language: str, body: dict[str, Any]) -> dict[str, Any]:
+        return text_payload(slack_text(language, "coach_unavailable"))
+
+    # ---- mentions, DMs, assistant threads --------------------------------------------------------------
+    async def _on_mention(
+        self, event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: Any
+    ) -> None:
+        channel = str(event["channel"])
+        root = str(event.get("thread_ts") or event["ts"])
+        team = body.get("team_id") or event.get("team")
+        question = _strip_mention(str(event.get("text") or ""), context.get("bot_user_id"))
+        await self._tracked(
+            self._answer_in_thread(
+                client,
+                event_key=str(body.get("event_id") or f"{channel}:{event['ts']}"),
+                question=question,
+                channel=channel,
+                thread_ts=root,
+                conversation_key=f"{team}:{channel}:{root}",
+                team_id=team,
+                user_id=event.get("user"),
+            ),
+            f"mention {body.get('event_id')}",
+        )
+
+    async def _on_message(
+        self, event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: Any
+    ) -> None:
+        """Direct messages at the top of the DM (threaded ones reach `_on_assistant_message`)."""
+        if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
+            return
+        channel = str(event["channel"])
+        team = body.get("team_id") or event.get("team")
+        thread = event.get("thread_ts")
+        if thread is None:  # the DM's running conversation; its thread (where the answer goes) joins it
+            conversation_key = f"{team}:{channel}:dm"
+            cid = await self.store.conversation_for(conversation_key)
+            await self.store.link(f"{team}:{channel}:{event['ts']}", cid)
+        else:
+            conversation_key = f"{team}:{channel}:{thread}"
+        await self._tracked(
+            self._answer_in_thread(
+                client,
+                event_key=str(body.get("event_id") or f"{channel}:{event['ts']}"),
+                question=_strip_mention(str(event.get("text") or ""), context.get("bot_user_id")),
+                channel=channel,
+                thread_ts=str(thread or event["ts"]),
+                conversation_key=conversation_key,
+                team_id=team,
+                user_id=event.get("user"),
+            ),
+            f"message {body.get('event_id')}",
+        )
+
+    async def _on_assistant_message(
+        self, payload: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: Any
+    ) -> None:
+        await self._on_message(payload, body, client, context)
+
+    async def _on_thread_started(self, say: Any, set_suggested_prompts: Any) -> None:
+        language = "en"
+        await say(slack_text(language, "thread_greeting"))
+        prompts = slack_section(language, "prompts")
+        await set_suggested_prompts(
+            prompts=[{"title": t, "message": m} for t, m in prompts.get("items", [])],
+            title=prompts.get("title"),
+        )
+
+    async def _answer_in_thread(
+        self,
+        client: AsyncWebClient,
+        *,
+        event_key: str,
+        question: str,
+        channel: str,
+        thread_ts: str,
+        conversation_key: str,
+        team_id: str | None,
+        user_id: str | None,
+    ) -> None:
+        if not await self.store.claim_event(event_key, question):  # the question, stored before anything runs
+            log.info("Slack event %s was already received: not answered again", event_key)
+            return
+        language = detect_language(question)
+        if not question or self.subcommands.match(question) == ("help", ""):
+            await client.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                **text_payload(str(slack_section(language, "help")["text"])),
+            )
+            return
+        conversation_id = await self.store.conversation_for(conversation_key)
+        reply = ThreadReply(
+            client,
+            channel=channel,
+            thread_ts=thread_ts,
+            team_id=team_id,
+            user_id=user_id,
+            language=language,
+            buffer_chars=STREAM_BUFFER_CHARS,
+            update_interval_s=UPDATE_INTERVAL_S,
+        )
+        await reply.set_status()
+        outcome = await self._ask(question, conversation_id, on_token=reply.append)
+        await reply.finish(await self._final_payload(outcome, conversation_id))
+
+    # ---- "Show formulas" --------------------------------------------------------------------------------
+    async def _on_show_formulas(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        await ack()
+        await self._tracked(self._post_formulas(body, action, client), f"formulas {action.get('value')}")
+
+    async def _post_formulas(
+        self, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
+    ) -> None:
+        container = body.get("container") or {}
+        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id"))
+        message = body.get("message") or {}
+        thread_ts = str(
+            container.get("thread_ts")
+            or message.get("thread_ts")
+            or container.get("message_ts")
+            or message.get("ts")
+        )
+        stored = await self.store.answer(str(action.get("value") or ""))
+        if stored is None:
+            language = detect_language(str(message.get("text") or ""))
+            messages = [text_payload(slack_text(language, "formulas_gone"))]
+        else:
+            messages = formulas_messages(stored.estimate, stored.language)
+        for payload in messages:
+            try:
+                await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload)
+            except SlackApiError as exc:  # e.g. the bot is not in the channel of a /vram answer
+                log.warning(
+                    "posting formulas in %s failed: %s (request id %s); answering through response_url",
+                    channel,
+                    slack_error(exc),
+                    request_id(exc),
+                )
+                url = body.get("response_url")
+                if not url:
+                    return
+                await self._send_response(
+                    str(url),
+                    {
+                        "response_type": "in_channel",
+                        "replace_original": False,
+                        "thread_ts": thread_ts,
+                        **payload,
+                    },
+                )

@@ -1,0 +1,30 @@
+"""`POST /slack/events`: every Slack request (Events API, the /vram command, button actions).
+
+Slack on (both VRAMWISE_SLACK_SIGNING_SECRET and VRAMWISE_SLACK_BOT_TOKEN set): handed to the channel's
+bolt app, which verifies the signature first. Slack off: 404 with a one-line reason.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.responses import Response
+
+router = APIRouter(tags=["slack"])
+
+NOT_CONFIGURED = (
+    "Slack is not configured: set VRAMWISE_SLACK_SIGNING_SECRET and VRAMWISE_SLACK_BOT_TOKEN "
+    "(README, 'Slack') and restart"
+)
+
+
+@router.post(
+    "/slack/events",
+    summary="Slack: Events API, the /vram slash command and interactivity (signed requests only)",
+    responses={401: {"description": "bad or missing Slack signature"}, 404: {"description": NOT_CONFIGURED}},
+)
+async def slack_events(request: Request) -> Response:
+    channel = getattr(request.app.state, "slack", None)
+    if channel is None:
+        return JSONResponse({"error": NOT_CONFIGURED}, status_code=404)
+    return await channel.handle(request)

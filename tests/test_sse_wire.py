@@ -1,0 +1,155 @@
+"""Events encoded once in a worker (service/api/sse_wire.py): the same bytes as encoding them in the
+serving process, the same Answer for the store and the other channels, and 50 ms chunking."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from pydantic import TypeAdapter
+
+from service.agent.base import ConversationState
+from service.agent.events import AgentEvent, DoneEvent, EstimateEvent, ScenarioEvent, TokenEvent
+from service.agent.offline.agent import OfflineAgent
+from service.api import sse_wire
+from service.api.agent_pool import coalesce_tokens
+from service.api.streaming import ready_batches
+
+ADAPTER = TypeAdapter(AgentEvent)
+QUESTIONS = [
+    "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?",  # does not fit: suggestions
+    "Qwen2.5-7B inference with 8k context, batch 8, on an A100 80GB",  # serving capacity
+    "用一张 4090 跑 Llama-2-7B 推理需要多少显存？",
+    "what is gradient checkpointing?",  # concept: no estimate
+    "Can I run Llama-9-999B on a 4090?",  # unknown model: error event
+]
+
+
+@pytest.fixture(scope="module")
+def agent() -> OfflineAgent:
+    return OfflineAgent()
+
+
+async def _events(agent: OfflineAgent, question: str, state: ConversationState) -> list[AgentEvent]:
+    return coalesce_tokens([ev async for ev in agent.stream(question, state)])
+
+
+def _generic(events: list[AgentEvent], language: str) -> bytes:
+    return b"".join(
+        sse_wire.sse(name, payload).encode()
+        for ev in events
+        for name, payload in sse_wire.turn_events(ev, language)
+    )
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: str) -> None:
+    state = ConversationState(conversation_id="c-1")
+    events = await _events(agent, question, state)
+    language = "zh" if "显存" in question else "en"
+    displays: dict[tuple[int, str], dict[str, object]] = {}
+    wires = [sse_wire.encode(ev, language, displays) for ev in events]
+    assert all(isinstance(part, str) for wire in wires for part in wire)  # plain strings cross the pipe
+    decoded = [sse_wire.decode(w, ADAPTER) for w in wires]
+    assert b"".join(sse_wire.turn_frames(ev, language) for ev in decoded) == _generic(events, language)
+    for old, new in zip(events, decoded, strict=True):
+        assert old.type == new.type
+        if isinstance(old, EstimateEvent):
+            assert new.estimate == old.estimate  # decoded on first read, equal to the worker's
+        if isinstance(old, ScenarioEvent):
+            assert new.scenario == old.scenario
+        if isinstance(old, TokenEvent):
+            assert new.text == old.text
+
+
+async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgent) -> None:
+    events = await _events(agent, QUESTIONS[0], ConversationState(conversation_id="worker-id"))
+    done = sse_wire.decode(sse_wire.encode(events[-1], "en", {}), ADAPTER)
+    assert isinstance(done, DoneEvent)
+    # what TurnRunner does: copy the answer with the turn's id, wrap it in a new DoneEvent
+    answer = done.answer.model_copy(update={"conversation_id": 'turn "id" 对话'})
+    frame = sse_wire.turn_frames(DoneEvent(answer=answer), "en")
+    name, data = frame.decode().split("\r\n")[:2]
+    assert name == "event: done"
+    payload = json.loads(data.removeprefix("data: "))
+    assert payload["conversation_id"] == 'turn "id" 对话'
+    original = events[-1].answer
+    assert (
+        answer.scenario == original.scenario and answer.estimate == original.estimate
+    )  # what the store reads
+    assert answer.answer == original.answer and answer.language == original.language
+    dumped = answer.model_dump(mode="json")  # every field, decoded on demand
+    assert dumped == {**original.model_dump(mode="json"), "conversation_id": 'turn "id" 对话'}
+    assert payload == {**dumped, "display": payload["display"]}
+
+
+async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
+    async def source() -> AsyncIterator[int]:
+        yield 1
+        await asyncio.sleep(0.01)
+        yield 2  # within the 100 ms window of 1: same batch
+        await asyncio.sleep(0.25)
+        yield 3  # after it: a batch of its own, ended by the source's end
+        yield 4
+
+    batches = [b async for b in ready_batches(source(), window_s=0.1)]
+    assert batches == [[1, 2], [3, 4]]
+
+
+async def test_event_stream_pings_an_idle_stream_and_ends_it() -> None:
+    from service.api.streaming import PING, EventStream
+
+    sent: list[dict[str, object]] = []
+    never = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        await never.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"event: meta\r\ndata: {}\r\n\r\n"
+        await asyncio.sleep(0.35)  # idle for 3.5 ping intervals
+        yield b"event: done\r\ndata: {}\r\n\r\n"
+
+    await EventStream(chunks(), ping_s=0.1, headers={"Cache-Control": "no-cache"})({}, receive, send)
+    assert sent[0]["type"] == "http.response.start"
+    headers = dict(sent[0]["headers"])  # type: ignore[arg-type]
+    assert headers[b"content-type"] == b"text/event-stream; charset=utf-8"
+    assert headers[b"cache-control"] == b"no-cache" and headers[b"x-accel-buffering"] == b"no"
+    bodies = [m["body"] for m in sent[1:]]
+    assert bodies[0].startswith(b"event: meta") and bodies[-2].startswith(b"event: done")  # type: ignore[union-attr]
+    assert 2 <= bodies.count(PING) <= 4  # every ~0.1 s of the 0.35 s without data
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+async def test_event_stream_stops_the_source_when_the_client_leaves() -> None:
+    from service.api.streaming import EventStream
+
+    sent: list[dict[str, object]] = []
+    closed = asyncio.Event()
+
+    async def receive() -> dict[str, str]:
+        await asyncio.sleep(0.05)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield b"event: meta\r\ndata: {}\r\n\r\n"
+            await asyncio.sleep(30)  # an LLM that would go on
+            yield b"never sent"
+        finally:
+            closed.set()
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await EventStream(chunks(), ping_s=0)({}, receive, send)
+    assert loop.time() - start < 5 and closed.is_set()  # returned at once, the source closed
+    assert [m.get("body") for m in sent[1:]] == [b"event: meta\r\ndata: {}\r\n\r\n"]  # no final message

@@ -1,0 +1,112 @@
+"""Phased components: one named tensor group with its bytes at each phase of a step.
+
+A component family (tools/components/*.py) answers one question for itself: which bytes it holds at
+each phase, with the formula, the substituted figures and the source. The footprint composes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.parallel import Stage
+from tools.result import Component
+
+TRAIN_PHASES = ("end_of_forward", "backward", "optimizer_step")
+GENERATE_PHASES = ("prefill", "decode")
+FORWARD_PHASES = ("forward",)
+FWD_BWD = ("end_of_forward", "backward")
+
+Entry = tuple[int, str, str]  # (bytes, formula, substituted)
+At = dict[str, Entry]  # phase -> entry; an absent phase = not resident
+
+
+@dataclass(frozen=True)
+class PhasedComponent:
+    """One named tensor group with its bytes at each phase (absent phase = not resident)."""
+
+    name: str
+    label: str
+    source: str
+    at: At
+    model_role: str | None = None
+    note: str | None = None
+
+    def bytes_at(self, phase: str) -> int:
+        entry = self.at.get(phase)
+        return entry[0] if entry else 0
+
+    def component_at(self, phase: str) -> Component | None:
+        entry = self.at.get(phase)
+        if not entry or entry[0] <= 0:
+            return None
+        return Component.model_construct(
+            name=self.name,
+            bytes=int(entry[0]),
+            kind="tensor",
+            formula=entry[1],
+            substituted=entry[2],
+            source=self.source,
+            label=self.label,
+            model_role=self.model_role,
+            note=self.note,
+        )
+
+
+@dataclass(frozen=True)
+class ModelFootprint:
+    phases: tuple[str, ...]
+    parts: tuple[PhasedComponent, ...]
+    gpu_role: str
+    notes: tuple[str, ...] = ()
+    stage: Stage | None = None
+
+    def bytes_at(self, phase: str) -> int:
+        return sum(p.bytes_at(phase) for p in self.parts)
+
+    def components_at(self, phase: str) -> list[Component]:
+        return [c for c in (p.component_at(phase) for p in self.parts) if c is not None]
+
+    def peak_phase(self) -> str:
+        return max(self.phases, key=self.bytes_at)  # first of equal maxima (step order)
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.bytes_at(self.peak_phase())
+
+
+def same(phases: tuple[str, ...], value: int, formula: str, subst: str) -> At:
+    """The same entry at every phase of `phases` (a tensor alive through them all)."""
+    return {ph: (value, formula, subst) for ph in phases}
+
+
+def cite(*sources: str) -> str:
+    """Join source strings naming each reference once ("ZeRO paper sec. 3.1" and "ZeRO (Rajbhandari
+    et al. 2020) sec. 3.1" are the same reference)."""
+    out: list[str] = []
+    for src in sources:
+        for part in src.split("; "):
+            ref = part.strip().replace("ZeRO paper", "ZeRO (Rajbhandari et al. 2020)")
+            if ref and ref not in out:
+                out.append(ref)
+    return "; ".join(out)
+
+
+def phased(
+    name: str, label: str, source: str, at: At, role: str | None, note: str | None = None
+) -> PhasedComponent | None:
+    """The component, or None when it holds no bytes at any phase (nothing to show)."""
+    if any(v[0] > 0 for v in at.values()):
+        return PhasedComponent(name, label, cite(source), at, role, note)
+    return None
+
+
+def footprint(
+    phases: tuple[str, ...],
+    parts: list[PhasedComponent | None],
+    gpu_role: str,
+    notes: list[str],
+    stage: Stage,
+) -> ModelFootprint:
+    """A ModelFootprint of the components that hold bytes, in the order given."""
+    kept = tuple(p for p in parts if p is not None)
+    return ModelFootprint(phases, kept, gpu_role, tuple(notes), stage)

@@ -1,0 +1,170 @@
+"""Weights and their quantisation metadata on one GPU.
+
+- training, every weight trained: P_local x B_w (the recipe's weight bytes; tools/precision.py);
+- training with adapters (LoRA/QLoRA): the frozen base stored in its format (tools/quant.py: linears at
+  the format's rate, other parameters at the compute dtype, fp32 under PEFT's k-bit preparation) plus
+  the adapters at B_w;
+- ZeRO-3: / N (DP ranks); parameter offload: nothing resident (tools/components/offload.py);
+- inference / frozen forward: the stored format (offloaded: the running layer only).
+"""
+
+from __future__ import annotations
+
+from tools import calibration as cal
+from tools.components.local import format_bytes, rates
+from tools.components.offload import params_offloaded_note, running_layer_share
+from tools.components.phased import TRAIN_PHASES, PhasedComponent, cite, phased, same
+from tools.components.step import ModelStep, TrainStep
+from tools.lora import decoder_linears
+from tools.quant import WeightFormat
+
+QUANT_METADATA_LABEL = "quantisation scales/absmax"
+
+
+def training_weights(ts: TrainStep, notes: list[str]) -> list[PhasedComponent | None]:
+    """The trained model's weights (+ quantisation metadata of a frozen quantised base)."""
+    lay, recipe = ts.lay, ts.recipe
+    if ts.adapters:
+        w_total, meta, w_formula, w_subst, w_label = _base_and_adapters(ts, notes)
+    else:
+        meta = 0
+        w_total = ts.loc.total * recipe.weight_bytes
+        w_formula = f"P_local x {recipe.weight_bytes} B"
+        w_subst = f"{ts.loc.total:,} x {recipe.weight_bytes} B"
+        w_label = f"weights ({recipe.weight_bytes * 8}-bit)"
+    w_div = lay.weights_divisor
+    if lay.offload_params:
+        w_total, meta = 0, 0
+        notes.append(params_offloaded_note(ts.rs))
+    elif w_div > 1:
+        w_total, meta = w_total // w_div, meta // w_div
+        w_formula += " / N (ZeRO-3)"
+        w_subst += f" / {ts.dp}"
+    weights = phased(
+        "weights",
+        w_label,
+        _weights_source(ts.fmt, recipe.source, ts.adapters),
+        same(TRAIN_PHASES, w_total, w_formula, f"{w_subst} = {w_total:,} B"),
+        ts.role,
+    )
+    if not meta:
+        return [weights]
+    zero3, n = w_div > 1, ts.dp
+    metadata = phased(
+        "quant_metadata",
+        QUANT_METADATA_LABEL,
+        ts.fmt.source,
+        same(
+            TRAIN_PHASES,
+            meta,
+            f"scales per quantised linear weight: {rates(ts.fmt)[1]}" + (" / N (ZeRO-3)" if zero3 else ""),
+            f"{ts.loc.linear_local:,} linear weights" + (f" / {n}" if zero3 else "") + f" -> {meta:,} B",
+        ),
+        ts.role,
+    )
+    return [weights, metadata]
+
+
+def _base_and_adapters(ts: TrainStep, notes: list[str]) -> tuple[int, int, str, str, str]:
+    """(bytes, metadata bytes, formula, substituted, label) of a frozen base in its format + adapters."""
+    fmt, recipe, loc = ts.fmt, ts.recipe, ts.loc
+    other_bytes = fmt.compute_bytes
+    if fmt.quantised and ts.rs.task in ("qlora", "lora") and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
+        other_bytes = 4
+        notes.append(
+            "PEFT prepare_model_for_kbit_training casts the non-quantised parameters (embeddings, "
+            "LM head, norms) to fp32"
+        )
+    base_w, meta = format_bytes(ts.model, fmt, loc, other_bytes)
+    adapter_w = ts.trainable_local * recipe.weight_bytes
+    data_rate = rates(fmt)[0]
+    formula = (
+        f"base linear weights x {data_rate} ({fmt.name}) + other base params (embeddings, LM head, "
+        f"norms) x {other_bytes} B + LoRA adapters x {recipe.weight_bytes} B"
+    )
+    subst = (
+        f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {other_bytes} B"
+        f" + {ts.trainable_local:,} x {recipe.weight_bytes} B"
+    )
+    return base_w + adapter_w, meta, formula, subst, f"frozen base ({fmt.name}) + adapters"
+
+
+def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> str:
+    if adapters:
+        extra = "adapters in fp32 (PEFT autocast_adapter_dtype)"
+        if fmt.quantised and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
+            extra = "PEFT prepare_model_for_kbit_training (non-quantised params to fp32); " + extra
+        return cite(fmt.source, extra)
+    return recipe_source
+
+
+def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedComponent | None]:
+    """Frozen or inference weights in their stored format (+ quantisation metadata)."""
+    fmt, loc = ms.fmt, ms.loc
+    w, meta = format_bytes(ms.model, fmt, loc, fmt.compute_bytes)
+    if ms.lay.offload_params and not ms.rs.training:
+        return _running_layer_weights(ms, phases, w, meta)
+    data_rate, meta_rate = rates(fmt)
+    if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/gguf.py)
+        rate = fmt.effective_bpw(decoder_linears(ms.model.params))
+        w_formula = (
+            f"linear weights in {fmt.label}: {rate:.2f} bpw on this model + norms, output layer and "
+            "embedding as the engine stores them"
+        )
+        w_subst = (
+            f"{loc.linear_local:,} linear params x {rate:.2f}/8 B + {loc.other:,} other params = {w:,} B"
+        )
+    elif fmt.quantised:
+        w_formula = (
+            f"linear weights x {data_rate} ({fmt.name}) + other params (embeddings, LM head, norms) "
+            f"x {fmt.compute_bytes} B"
+        )
+        w_subst = f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {fmt.compute_bytes} B = {w:,} B"
+    else:
+        w_formula = f"P_local x {data_rate}"
+        w_subst = f"{loc.total:,} x {data_rate} = {w:,} B"
+    w_label = f"weights ({fmt.label})" if hasattr(fmt, "non_linear_bytes") else f"weights ({fmt.name})"
+    out = [phased("weights", w_label, fmt.source, same(phases, w, w_formula, w_subst), ms.role)]
+    if meta:
+        at = same(
+            phases,
+            meta,
+            f"scales per quantised linear weight: {meta_rate}",
+            f"{loc.linear_local:,} linear weights -> {meta:,} B",
+        )
+        out.append(phased("quant_metadata", QUANT_METADATA_LABEL, fmt.source, at, ms.role))
+    return out
+
+
+def _running_layer_weights(
+    ms: ModelStep, phases: tuple[str, ...], w: int, meta: int
+) -> list[PhasedComponent | None]:
+    """Inference with offloaded weights: only the running layer's weights are on the GPU."""
+    share = running_layer_share(ms.loc)
+    w_on, meta = round(w * share), round(meta * share)
+    fmt = ms.fmt
+    out = [
+        phased(
+            "weights",
+            f"weights ({fmt.name}), offloaded: one layer on the GPU",
+            "accelerate big_modeling cpu_offload (AlignDevicesHook moves each module's weights at forward)",
+            same(
+                phases,
+                w_on,
+                "P_largest_layer in " + fmt.name,
+                f"{ms.loc.largest_gathered:,} params -> {w_on:,} B",
+            ),
+            ms.role,
+        )
+    ]
+    if meta:
+        out.append(
+            phased(
+                "quant_metadata",
+                QUANT_METADATA_LABEL,
+                fmt.source,
+                same(phases, meta, "of the layer", f"{meta:,} B"),
+                ms.role,
+            )
+        )
+    return out

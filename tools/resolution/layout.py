@@ -1,0 +1,134 @@
+"""The GPU and the parallel layout: TP/PP/CP/EP, data parallelism, ZeRO stage, offload, PP micro-batches.
+
+Defaults: gpu a100-80gb (the most common datacenter training card); tp = pp = cp = ep = 1; num_gpus
+t x p x c; zero_stage 0 (2 when optimizer offload is asked: ZeRO-Offload runs on stages 1-3); pp
+micro-batches max(p, gradient_accumulation_steps). Inference on N > 1 GPUs with no TP stated: one copy
+split by tensor parallelism (vLLM --tensor-parallel-size), t = the largest divisor of N / (p x c) that
+suits the heads; the rest replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tools.parallel import Layout, tp_fits_heads
+from tools.resolution.checks import (
+    check_gpu_split,
+    check_parallel,
+    check_param_offload,
+    check_training_states,
+)
+from tools.resolution.defaults import DEFAULT_GPU, Filled
+from tools.result import Assumption
+
+if TYPE_CHECKING:
+    from tools.architecture import Architecture
+    from tools.catalog.gpus import GpuSpec
+    from tools.resolution.model import ModelRef
+    from tools.scenario import Scenario
+
+
+def look_up_gpu(sc: Scenario, f: Filled) -> tuple[GpuSpec, str | None]:
+    """The card (catalog id or alias) and the alias note when a name was mapped to a catalog card."""
+    from tools.catalog.gpus import find_gpu
+
+    gpu_name = sc.gpu or f.fill("gpu", DEFAULT_GPU, "no GPU given: the most common datacenter card")
+    gpu, alias_note = find_gpu(gpu_name)
+    if alias_note:
+        f.assumptions.append(Assumption(field="gpu", value=gpu.id, reason=alias_note))
+    return gpu, alias_note
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """The parallel sizes, GPU count, ZeRO stage and offload chosen for the job."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    num_gpus: int
+    zero: int
+    offload_optimizer: bool
+    offload_params: bool
+
+
+def tp_allowed(arch: Architecture, t: int) -> bool:
+    """TP t splits the attention heads evenly and divides (or replicates) the KV heads (Megatron/vLLM)."""
+    return tp_fits_heads(arch.num_attention_heads, 0 if arch.kv_lora_rank else arch.kv_heads, t)
+
+
+def default_serving_tp(arch: Architecture, num_gpus: int, other_parallel: int, f: Filled) -> int:
+    """Serving on several GPUs with no TP stated: people mean one copy of the model split over the
+    GPUs (vLLM `--tensor-parallel-size N`), not N full copies. The largest t dividing the GPUs left
+    after PP/CP that also suits the heads; GPUs beyond t x p x c serve as data-parallel replicas."""
+    per_replica = num_gpus // other_parallel if num_gpus % other_parallel == 0 else 1
+    t = max(k for k in range(1, per_replica + 1) if per_replica % k == 0 and tp_allowed(arch, k))
+    if t == 1:
+        reason = (
+            f"no TP size splits the {arch.num_attention_heads} attention heads over {per_replica} GPUs: "
+            f"each of the {num_gpus} GPUs serves a full copy (data-parallel replicas)"
+        )
+    elif t == per_replica:
+        reason = f"serving on {num_gpus} GPUs: one copy split by tensor parallelism (vLLM --tensor-parallel-size {t})"
+    else:
+        reason = (
+            f"{per_replica} does not divide the {arch.num_attention_heads} attention heads: TP={t} is the "
+            f"largest that does (vLLM --tensor-parallel-size {t}); the other GPUs hold replicas"
+        )
+    f.fill("tp", t, reason)
+    return t
+
+
+def parallel_layout(sc: Scenario, ref: ModelRef, training: bool, f: Filled) -> Parallel:
+    """Parallel sizes (checked against the model), GPU count, ZeRO stage and offload."""
+    arch = ref.arch
+    tp, pp, cp, ep = sc.tp or 1, sc.pp or 1, sc.cp or 1, sc.ep or 1
+    if not training and sc.tp is None and sc.ep is None and (sc.num_gpus or 1) > 1:
+        tp = default_serving_tp(arch, sc.num_gpus or 1, pp * cp, f)
+    check_parallel(arch, ref.params, tp=tp, pp=pp, ep=ep, notes=f.notes)
+    model_parallel = tp * pp * cp
+    num_gpus = sc.num_gpus or f.fill("num_gpus", model_parallel, "t x p x c: no data parallelism stated")
+    check_gpu_split(num_gpus, tp=tp, pp=pp, cp=cp)
+    dp = num_gpus // model_parallel
+    if ep > 1 and dp * tp % ep:
+        f.note(f"ep={ep} does not divide the data-parallel x tensor-parallel ranks ({dp * tp})")
+    check_training_states(sc, training)
+    zero = sc.zero_stage or 0
+    offload_opt = sc.offload_optimizer not in (None, "none")
+    offload_params = sc.offload_params not in (None, "none")
+    check_param_offload(offload_params, zero, training)
+    if offload_params and not training:
+        f.note(
+            "offload_params for inference (accelerate device_map / cpu_offload): weights stay in CPU RAM and each "
+            "layer is copied to the GPU when it runs; expect a large slowdown (every token streams all weights over PCIe)"
+        )
+    if offload_opt and zero == 0:
+        zero = f.fill(
+            "zero_stage", 2, "optimizer offload (ZeRO-Offload) runs on ZeRO stage 1-3; stage 2 assumed"
+        )
+    return Parallel(tp, pp, cp, ep, num_gpus, zero, offload_opt, offload_params)
+
+
+def pipeline_layout(sc: Scenario, par: Parallel, f: Filled) -> Layout:
+    """The Layout, with the PP micro-batches in flight (at least p so the 1F1B pipeline fills)."""
+    microbatches = 1
+    if par.pp > 1:
+        microbatches = sc.pp_microbatches or max(par.pp, sc.gradient_accumulation_steps or 0)
+        if sc.pp_microbatches is None:
+            f.fill("pp_microbatches", microbatches, "at least p micro-batches so the 1F1B pipeline fills")
+    if sc.sequence_parallel and par.tp == 1:
+        f.note("sequence_parallel only splits activations across TP ranks; with tp=1 it has no effect")
+    return Layout(
+        num_gpus=par.num_gpus,
+        tp=par.tp,
+        pp=par.pp,
+        cp=par.cp,
+        ep=par.ep,
+        zero_stage=par.zero,
+        sequence_parallel=bool(sc.sequence_parallel) and par.tp > 1,
+        offload_optimizer=par.offload_optimizer,
+        offload_params=par.offload_params,
+        microbatches=microbatches,
+    )

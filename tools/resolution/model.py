@@ -1,0 +1,111 @@
+"""Model look-up: the model a scenario names -> ModelRef (name, architecture, exact parameter breakdown)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from tools.architecture import Architecture, ParamBreakdown
+from tools.errors import ScenarioError
+from tools.result import Assumption
+
+if TYPE_CHECKING:
+    from tools.resolution.defaults import Filled
+    from tools.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """One model of the job: its name, architecture and exact parameter breakdown."""
+
+    id: str
+    name: str
+    arch: Architecture
+    params: ParamBreakdown
+    checkpoint_dtype: str | None = None  # catalog: the official checkpoint's dtype when not 16-bit
+
+
+@lru_cache(maxsize=256)
+def _catalog_model(name: str) -> tuple[ModelRef, str | None]:
+    from tools.catalog.models import resolve_model
+
+    resolved = resolve_model(name)
+    spec = resolved.spec
+    mid = spec.id if spec else name
+    display = spec.name if spec else name
+    native = spec.checkpoint_dtype if spec and not resolved.assumed else None
+    arch = _family_details(spec.family if spec else None, resolved.architecture)
+    ref = ModelRef(mid, display, arch, _breakdown(arch), native)
+    return ref, resolved.assumed
+
+
+# transformers config defaults of the memory-relevant details the catalog does not store:
+# Gemma/Gemma-2/Gemma-3 GemmaRMSNorm (fp32 `x * (1 + w)`); Gemma2Config attn_logit_softcapping=50.0,
+# final_logit_softcapping=30.0 (Gemma-3 drops soft-capping for qk-norm).
+_FAMILY_DETAILS: dict[str, dict[str, Any]] = {
+    "gemma": {"norm_fp32_scale": True},
+    "gemma2": {"norm_fp32_scale": True, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+    "gemma3": {"norm_fp32_scale": True},
+}
+
+
+def _family_details(family: str | None, arch: Architecture) -> Architecture:
+    """The catalog architecture with its family's implementation details (fields left unset)."""
+    details = _FAMILY_DETAILS.get(family or "", {})
+    update = {k: v for k, v in details.items() if getattr(arch, k) in (None, False)}
+    return arch.model_copy(update=update) if update else arch
+
+
+def _breakdown(arch: Architecture) -> ParamBreakdown:
+    from tools.params import count_params
+
+    return count_params(arch)
+
+
+def resolve_model_ref(
+    model: str | None, params: int | None, architecture: Architecture | None
+) -> tuple[ModelRef, list[Assumption], list[str]]:
+    """The model a scenario names (catalog id, bare size, explicit architecture or a parameter count)."""
+    assumptions: list[Assumption] = []
+    notes: list[str] = []
+    if architecture is not None:
+        ref = ModelRef(
+            model or "custom", model or "custom architecture", architecture, _breakdown(architecture)
+        )
+    elif model:
+        ref, assumed = _catalog_model(model.strip())
+        if assumed:
+            assumptions.append(Assumption(field="model", value=ref.id, reason=assumed))
+    elif params:
+        ref, assumed = _catalog_model(f"{params / 1e9:g}B")
+        assumptions.append(
+            Assumption(
+                field="model",
+                value=ref.id,
+                reason=assumed or f"{params:,} parameters taken as {ref.name}'s architecture",
+            )
+        )
+    else:
+        raise ScenarioError(
+            "model",
+            "no model given",
+            accepted="a catalog model (llama-2-7b, Qwen2.5-7B), a size (7B, 70亿), params, or an HF config",
+        )
+    if params and ref.params.total and abs(params - ref.params.total) / ref.params.total > 0.02:
+        notes.append(
+            f"params={params:,} differs from {ref.name}'s architecture ({ref.params.total:,}); "
+            "the architecture's exact count is used"
+        )
+    return ref, assumptions, notes
+
+
+def look_up_model(sc: Scenario, f: Filled) -> ModelRef:
+    """Stage 1: the model, its assumptions and notes; the scenario gets the exact parameter count."""
+    ref, assumptions, notes = resolve_model_ref(sc.model, sc.params, sc.architecture)
+    f.assumptions.extend(assumptions)
+    f.notes.extend(notes)
+    f.changes["params"] = ref.params.total
+    if sc.model is None and sc.architecture is None:
+        f.changes["model"] = ref.id
+    return ref

@@ -1,0 +1,143 @@
+"""Weight storage and the training rules.
+
+Defaults: weight_dtype bf16 (fp16 on cards without bf16: T4, V100); nf4 for QLoRA (QLoRA paper); for
+inference the official checkpoint's dtype when the catalog says it is not 16-bit (DeepSeek-V3/R1 ship
+FP8). quant_method: bnb for nf4/int8 and QLoRA int4 (bitsandbytes), GPTQ for int4 inference.
+double_quant: on (the QLoRA paper's recipe; transformers' BitsAndBytesConfig default is off).
+precision_recipe: `mixed` for full fine-tuning/pretraining/RL (16-bit weights + fp32 master and Adam: the
+ZeRO paper's 16 B/param); `amp` for LoRA/QLoRA (PEFT keeps adapters in fp32 -- autocast_adapter_dtype --
+and HF Trainer autocasts to 16-bit); `fp32` when weights are fp32. optimizer: adamw, fused (HF Trainer
+default `adamw_torch_fused`); `adamw_torch` names the foreach implementation (+1 x P x 4 B at the step).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tools.errors import ScenarioError
+from tools.optimizers import OPTIMIZERS, OptimizerRule
+from tools.precision import RECIPES, Recipe
+from tools.quant import INFERENCE_ONLY_METHOD, QUANTISED_DTYPES, WeightFormat, weight_format
+from tools.resolution.checks import check_quant_method, check_weight_dtype
+from tools.resolution.defaults import Filled
+from tools.resolution.task import uses_adapters
+from tools.scenario import OPTIMIZERS as OPTIMIZER_NAMES
+
+if TYPE_CHECKING:
+    from tools.catalog.gpus import GpuSpec
+    from tools.resolution.model import ModelRef
+    from tools.scenario import Scenario
+
+
+def default_weight_dtype(sc: Scenario, task: str, ref: ModelRef, gpu: GpuSpec, f: Filled) -> str:
+    if sc.weight_dtype is not None:
+        return sc.weight_dtype
+    if task == "qlora":
+        return f.fill("weight_dtype", "nf4", "QLoRA stores the frozen base in 4-bit NF4")
+    if task == "inference" and ref.checkpoint_dtype:
+        return f.fill(
+            "weight_dtype",
+            ref.checkpoint_dtype,
+            f"{ref.name}'s official checkpoint is {ref.checkpoint_dtype.upper()}: vLLM/SGLang serve it as "
+            "shipped (say bf16 for an upcast copy)",
+        )
+    if gpu.bf16:
+        return f.fill("weight_dtype", "bf16", "16-bit weights, bf16 on this card")
+    return f.fill("weight_dtype", "fp16", f"{gpu.name} has no bf16: fp16")
+
+
+def default_quant_method(sc: Scenario, task: str, weight_dtype: str, f: Filled) -> str | None:
+    quant_method = sc.quant_method
+    if weight_dtype in INFERENCE_ONLY_METHOD:  # GGUF / EXL2 name their own storage
+        return INFERENCE_ONLY_METHOD[weight_dtype]
+    if weight_dtype in QUANTISED_DTYPES and quant_method is None:
+        if weight_dtype == "fp8":
+            quant_method = "fp8"
+        elif weight_dtype in ("nf4", "int8") or task == "qlora" or task != "inference":
+            quant_method = f.fill("quant_method", "bnb", f"{weight_dtype} weights via bitsandbytes")
+        else:
+            quant_method = f.fill("quant_method", "gptq", "int4 checkpoints for serving are usually GPTQ")
+    return quant_method
+
+
+def weight_storage(
+    sc: Scenario, task: str, ref: ModelRef, gpu: GpuSpec, f: Filled
+) -> tuple[str, WeightFormat]:
+    """The weight dtype and its storage format (quantisation method, group, double quantisation)."""
+    weight_dtype = default_weight_dtype(sc, task, ref, gpu, f)
+    check_weight_dtype(task, weight_dtype)
+    if "fp8" in (weight_dtype, sc.kv_dtype) and not gpu.fp8:
+        f.note(
+            f"{gpu.name} has no FP8 tensor cores: FP8 is stored as counted but dequantised on the fly "
+            "(weight-only, e.g. vLLM Marlin), with no FP8 compute speed-up"
+        )
+    if weight_dtype == "bf16" and not gpu.bf16:
+        f.note(f"{gpu.name} has no native bf16 support; fp16 is the usual choice (same bytes)")
+    quant_method = default_quant_method(sc, task, weight_dtype, f)
+    check_quant_method(weight_dtype, quant_method)
+    bnb4 = weight_dtype == "nf4" or (weight_dtype == "int4" and quant_method == "bnb")
+    double_quant = sc.double_quant
+    if bnb4 and double_quant is None:
+        double_quant = f.fill(
+            "double_quant", True, "the QLoRA paper's recipe (bnb_4bit_use_double_quant=True)"
+        )
+    wformat = weight_format(
+        weight_dtype,
+        quant_method,
+        group_size=sc.quant_group_size,
+        double_quant=bool(double_quant),
+        bits=sc.weight_bits,
+    )
+    return weight_dtype, wformat
+
+
+def default_recipe(sc: Scenario, task: str, weight_dtype: str, f: Filled) -> str:
+    if sc.precision_recipe is not None:
+        return sc.precision_recipe
+    if weight_dtype == "fp32":
+        return f.fill("precision_recipe", "fp32", "fp32 weights: fp32 training")
+    if uses_adapters(task, sc):
+        return f.fill(
+            "precision_recipe",
+            "amp",
+            "PEFT keeps adapters in fp32 (autocast_adapter_dtype) under 16-bit autocast (HF Trainer)",
+        )
+    return f.fill(
+        "precision_recipe", "mixed", "16-bit weights + fp32 master and Adam states (ZeRO paper, 16 B/param)"
+    )
+
+
+def training_rules(
+    sc: Scenario, task: str, weight_dtype: str, f: Filled
+) -> tuple[Recipe | None, OptimizerRule | None]:
+    """The precision recipe and the optimizer of a training job; (None, None) for inference."""
+    if task == "inference":
+        for name in ("optimizer", "precision_recipe"):
+            if getattr(sc, name) is not None:
+                f.note(f"{name} has no effect on inference (no optimizer step, weights as stored)")
+        return None, None
+    rname = default_recipe(sc, task, weight_dtype, f)
+    oname = sc.optimizer or f.fill(
+        "optimizer",
+        "adamw",
+        "HF Trainer default adamw_torch_fused (transformers >= 4.5x, torch >= 2.8): fused AdamW, no "
+        "step transient; optim=adamw_torch (foreach) would add 1 x params x 4 B at the step",
+    )
+    if oname not in OPTIMIZERS:
+        raise ScenarioError("optimizer", f"unknown optimizer '{oname}'", accepted=", ".join(OPTIMIZER_NAMES))
+    optimizer = OPTIMIZERS[oname]
+    if optimizer.paged:
+        f.note(
+            "paged optimizer: states live in CUDA unified memory and are paged to CPU RAM under "
+            "memory pressure instead of failing; they are counted as resident on the GPU here"
+        )
+    if (
+        task in ("full_finetune", "pretrain", "freeze")
+        and rname in ("amp", "fp32")
+        and weight_dtype != "fp32"
+    ) and sc.weight_dtype is not None:
+        f.note(
+            f"precision_recipe={rname} keeps fp32 weights: weight_dtype={weight_dtype} names the "
+            "autocast dtype, weights are counted at 4 B"
+        )
+    return RECIPES[rname], optimizer
