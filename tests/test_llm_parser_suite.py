@@ -53,6 +53,5 @@ async def test_llm_agent_sends_the_offline_fields(
     assert isinstance(done, DoneEvent) and done.answer.agent == "llm"
     assert done.answer.estimate is not None and offline.answer.estimate is not None
     assert done.answer.estimate.per_gpu.total_bytes == offline.answer.estimate.per_gpu.total_bytes
-    assert done.answer.summary == summary_text(done.answer.estimate, done.answer.language)
-    if asks is None:
-        assert done.answer.summary == offline.answer.summary
+    assert done.answer.summary == summary_text(done.answer.estimate, done.answer.language, asks)
+    assert done.answer.summary == offline.answer.summary
