@@ -88,3 +88,20 @@ def test_adapter_and_rl_advice_is_runnable_with_peft_and_trl(question: str) -> N
     for changes in layouts:
         assert not {"tp", "pp", "sequence_parallel"} & set(changes), changes
     check(answer)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Mixtral 8x7B full finetune, how many A100 80GB do I need with ZeRO-3 without offload?",
+        "Yi-34B 全参微调,8张4090,不用offload,可以吗",
+        "llama-3-70b full finetune on 4 H100, zero3, no offload",
+    ],
+)
+def test_without_offload_no_suggestion_offloads(question: str) -> None:
+    answer = _answer(question)
+    assert answer is not None and answer.estimate is not None and not answer.estimate.fits
+    for s in answer.estimate.suggestions:
+        assert s.scenario_changes.get("offload_optimizer") in (None, "none"), s.change
+        assert s.scenario_changes.get("offload_params") in (None, "none"), s.change
+    check(answer)

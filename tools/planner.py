@@ -701,7 +701,12 @@ def plan(
 
     scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
+    # "without offload" is a constraint of the question: no suggestion brings offload back
+    no_offload = [f for f in ("offload_optimizer", "offload_params") if getattr(stated, f) == "none"]
+
     def add(text: str, changes: dict[str, Any], est: Fit) -> None:
+        if any(changes.get(f) not in (None, "none") for f in no_offload):
+            return
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
         key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
