@@ -25,12 +25,14 @@ $(VENV)/.test-installed: pyproject.toml $(BIN)/vramwise
 install-test: $(VENV)/.test-installed
 
 # System packages some tests use (Debian; needs root): headless Chromium + a CJK font for the browser
-# test, a PostgreSQL server for the multi-replica store test. Each test skips with a reason when missing.
-SYSTEM_PKGS := chromium fonts-wqy-microhei postgresql
+# test, a PostgreSQL server for the multi-replica store test, tmux for the terminal quiz test. Each test
+# skips with a reason when missing.
+SYSTEM_PKGS := chromium fonts-wqy-microhei postgresql tmux
 system-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium fonts-wqy-microhei"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null) \

@@ -21,12 +21,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from service.agent.base import Agent
-from service.api import catalog, chat, estimate, health, openai_compat, web
+from service.api import catalog, chat, coach, estimate, health, openai_compat, web
 from service.api.agent_pool import ProcessPoolAgent
 from service.api.agent_thread import ThreadedAgent
 from service.api.docs import install_docs
 from service.api.errors import install_error_handlers
 from service.api.turns import TurnRunner
+from service.coach.coach import Coach
+from service.coach.store import CoachStore
 from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
@@ -53,6 +55,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     served, replay = _serving_agents(settings, agent)
     lifecycle = [served] if replay is served else [served, replay]
     store = ConversationStore(settings.database_url)
+    coach_store = CoachStore(settings.database_url)
     runner = TurnRunner(
         agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
     )
@@ -64,6 +67,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             for a in lifecycle:  # worker processes fork first, while the process has no other threads
                 await a.start()
             await store.open()
+            await coach_store.open()
             if slack is not None:
                 await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
@@ -72,6 +76,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             finally:
                 if slack is not None:
                     await slack.stop()
+                await coach_store.close()
                 await store.close()
         finally:
             for a in lifecycle:
@@ -90,14 +95,17 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.store = store
     app.state.agent = served
     app.state.runner = runner
+    app.state.coach = Coach(coach_store)
     app.state.slack = slack
+    if slack is not None:
+        slack.coach = app.state.coach
 
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
         )
     install_error_handlers(app)
-    for module in (chat, openai_compat, estimate, catalog, health, web):
+    for module in (chat, openai_compat, estimate, catalog, health, coach, web):
         app.include_router(module.router)
     app.include_router(slack_router)
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")

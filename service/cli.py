@@ -36,6 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default=None)
     srv.add_argument("--port", type=int, default=None)
 
+    quiz = sub.add_parser("quiz", help="the interview coach: GPU-memory questions graded by the estimator")
+    quiz.add_argument("--language", choices=["en", "zh"], default=None)
+    quiz.add_argument("--topic", default=None, help="a topic id (GET /v1/coach/topics); default: adaptive")
+    quiz.add_argument("--difficulty", type=int, choices=[1, 2, 3], default=None)
+    quiz.add_argument("--session", default=None, help="continue a stored session")
+    quiz.add_argument("--questions", type=int, default=None, help="stop after this many questions")
+    quiz.add_argument("--json", action="store_true", help="one JSON object per line; answers from stdin")
+
     tr = sub.add_parser(
         "trace", help="measure the real HF model's peak on fake tensors (needs the [trace] extra)"
     )
@@ -58,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         from service.channels.cli_serve import run_serve
 
         return run_serve(args)
+    if args.command == "quiz":
+        from service.channels.cli_quiz import run_quiz
+
+        return run_quiz(args)
     if args.command == "trace":
         from tools.trace.cli import run_trace
 

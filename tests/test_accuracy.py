@@ -7,7 +7,8 @@ import json
 
 from benchmarks.accuracy import run
 from benchmarks.accuracy.cases import all_cases
-from tools.accuracy import AccuracyBound, accuracy_bound, accuracy_note
+from service.agent.render import accuracy_text
+from tools.accuracy import AccuracyBound, accuracy_bound
 
 
 def test_matrix_covers_the_issue() -> None:
@@ -66,9 +67,9 @@ def test_answers_cite_the_committed_bound() -> None:
     assert bound == AccuracyBound.model_validate(raw)
     assert bound.cases >= 60
     assert bound.median_abs_error_pct <= bound.p90_abs_error_pct <= bound.worst_abs_error_pct
-    note = accuracy_note("en")
+    note = accuracy_text(bound, "en")
     assert f"within {bound.typical_pct}%" in note and str(bound.cases) in note
-    assert f"{bound.typical_pct}%" in accuracy_note("zh")
+    assert f"{bound.typical_pct}%" in accuracy_text(bound, "zh")
 
 
 def test_trace_without_the_extra_exits_2_with_the_install_hint(tmp_path) -> None:

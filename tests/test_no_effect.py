@@ -6,14 +6,10 @@ import json
 
 import pytest
 
+from service.agent.prompt_files import read_prompt
+from service.agent.render import no_effect_templates, no_effect_text
 from tools.estimator import estimate
-from tools.no_effect import (
-    NO_EFFECT_FIELDS,
-    accumulation_figures,
-    load_templates,
-    no_effect_notes,
-    read_prompt_text,
-)
+from tools.no_effect import NO_EFFECT_FIELDS, accumulation_figures, no_effect_notes
 from tools.scenario import Scenario
 from tools.units import fmt_gib
 
@@ -21,7 +17,7 @@ BASE = dict(model="llama-2-7b", task="full_finetune", batch_size=4, seq_len=2048
 
 
 def _by_field(scenario: Scenario, language: str = "en") -> dict[str, str]:
-    return {n.field: n.explanation for n in no_effect_notes(scenario, language=language)}
+    return {n.field: no_effect_text(n, language) for n in no_effect_notes(scenario)}
 
 
 def test_nothing_stated_nothing_reported() -> None:
@@ -43,13 +39,13 @@ def test_every_listed_field_is_explained_with_its_value() -> None:
     assert [n.field for n in notes] == list(NO_EFFECT_FIELDS)
     by = {n.field: n for n in notes}
     assert by["epochs"].value == 3
-    assert "epochs = 3" in by["epochs"].explanation
-    assert "batch_size = 4" in by["gradient_accumulation_steps"].explanation
-    assert "2e-05" in by["learning_rate"].explanation
-    assert "alpha/r" in by["lora_alpha"].explanation
-    assert "nn.Identity" in by["lora_dropout"].explanation
+    assert "epochs = 3" in no_effect_text(by["epochs"], "en")
+    assert "batch_size = 4" in no_effect_text(by["gradient_accumulation_steps"], "en")
+    assert "2e-05" in no_effect_text(by["learning_rate"], "en")
+    assert "alpha/r" in no_effect_text(by["lora_alpha"], "en")
+    assert "nn.Identity" in no_effect_text(by["lora_dropout"], "en")
     # 4 x 8 x 1 = 32: consistent global batch, explained as a product
-    assert "4 x 8 x 1 = 32" in by["global_batch_size"].explanation
+    assert "4 x 8 x 1 = 32" in no_effect_text(by["global_batch_size"], "en")
 
 
 def test_global_batch_uses_data_parallel_size() -> None:
@@ -89,16 +85,16 @@ def test_chinese_is_first_class() -> None:
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_templates_are_files_with_the_same_keys(language: str) -> None:
-    raw = read_prompt_text(language, "no_effect.json")
+    raw = read_prompt(language, "no_effect.json")
     data = json.loads(raw)
-    assert set(data) == set(load_templates("en"))
-    assert data == load_templates(language)
+    assert set(data) == set(no_effect_templates("en"))
+    assert data == no_effect_templates(language)
     for field in NO_EFFECT_FIELDS:
         assert any(k.startswith(field) for k in data), field
 
 
 def test_unknown_language_falls_back_to_english() -> None:
-    assert load_templates("fr") == load_templates("en")
+    assert no_effect_templates("fr") == no_effect_templates("en")
 
 
 def test_estimate_explains_and_ignores_them() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tools.errors import ScenarioError
+from tools.notes import note
 from tools.parallel import tp_fits_heads
 from tools.planner import _tp_for
 from tools.resolution.defaults import Filled
@@ -104,7 +105,8 @@ def test_sizes_defaults_and_checks() -> None:
     assert sizes(Scenario(model="gpt2"), arch, True, Filled()) == (1, 2048)
     f = Filled()
     sizes(Scenario(model="gpt2", seq_len=4096), arch, False, f)
-    assert "exceeds the model's max_position_embeddings (1,024)" in f.notes[0]
+    assert f.notes[0].code == "seq_beyond_context"
+    assert f.notes[0].values == {"seq_len": 4096, "max_position_embeddings": 1024}
     with pytest.raises(ScenarioError) as err:
         sizes(Scenario(model="gpt2", batch_size=1_000_000, seq_len=10_000), arch, True, Filled())
     assert err.value.code == "tokens_too_many"
@@ -150,7 +152,7 @@ def test_training_rules() -> None:
     assert training_rules(Scenario(model="m"), "full_finetune", "fp32", Filled())[0].name == "fp32"
     f = Filled()
     assert training_rules(Scenario(model="m", optimizer="sgd"), "inference", "bf16", f) == (None, None)
-    assert f.notes == ["optimizer has no effect on inference (no optimizer step, weights as stored)"]
+    assert f.notes == [note("no_effect_on_inference", field="optimizer")]
 
 
 def test_trainable_set() -> None:
@@ -183,7 +185,7 @@ def test_recompute_and_attention_kernel() -> None:
         recompute_strategy(Scenario(model="m", recompute="selective", gradient_checkpointing=True), "lora", f)
         == "selective"
     )
-    assert "disagree" in f.notes[0]
+    assert f.notes[0].code == "recompute_disagrees"
     fp32 = RECIPES["fp32"]
     f = Filled()  # fp32 with GQA (8 KV heads of 32): only the math kernel takes enable_gqa
     assert attention_kernel(Scenario(model="m"), ref_of("llama-3-8b").arch, fp32, "fp32", f) == "math"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.render import note_text
 from tools.catalog.models import find_model
 from tools.estimator import estimate
 from tools.footprint import ModelFootprint
@@ -67,8 +68,15 @@ def test_ppo_holds_four_models_two_of_them_trained() -> None:
     assert sum(c.bytes for c in tensors) == e.per_gpu.tensor_peak_bytes
     assert sum(c.bytes for c in e.components) == e.per_gpu.total_bytes
     # which GPU holds what: said in the notes
+    (colocated,) = [n for n in e.notes if n.code == "rl_colocated"]
+    assert colocated.values["models"] == [
+        {"role": "actor", "trainable": True},
+        {"role": "critic", "trainable": True},
+        {"role": "reference", "trainable": False},
+        {"role": "reward", "trainable": False},
+    ]
     held = "actor (trainable), critic (trainable), reference (frozen), reward (frozen)"
-    assert any(held in n and "colocated" in n for n in e.notes)
+    assert held in note_text(colocated, "en") and "colocated" in note_text(colocated, "en")
 
 
 def test_ppo_rollout_kv_cache_is_rollout_batch_times_prompt_plus_response() -> None:

@@ -49,8 +49,8 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
     state = ConversationState(conversation_id="c-1")
     events = await _events(agent, question, state)
     language = "zh" if "显存" in question else "en"
-    displays: dict[tuple[int, str], dict[str, object]] = {}
-    wires = [sse_wire.encode(ev, language, displays) for ev in events]
+    memo: dict[object, str] = {}
+    wires = [sse_wire.encode(ev, language, memo) for ev in events]
     assert all(isinstance(part, str) for wire in wires for part in wire)  # plain strings cross the pipe
     decoded = [sse_wire.decode(w, ADAPTER) for w in wires]
     assert b"".join(sse_wire.turn_frames(ev, language) for ev in decoded) == _generic(events, language)
@@ -153,3 +153,39 @@ async def test_event_stream_stops_the_source_when_the_client_leaves() -> None:
     await EventStream(chunks(), ping_s=0)({}, receive, send)
     assert loop.time() - start < 5 and closed.is_set()  # returned at once, the source closed
     assert [m.get("body") for m in sent[1:]] == [b"event: meta\r\ndata: {}\r\n\r\n"]  # no final message
+
+
+@pytest.mark.slow
+def test_slack_answers_from_the_worker_pool_with_the_same_figures(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The Slack channel reads `answer.estimate` of the pool's encoded answers (decoded on first read)."""
+    import httpx
+
+    from service.app import create_app
+    from tests.fakes.slack_api import FakeSlack
+    from tests.service_support import live_server, offline_settings
+    from tests.slack_support import BOT_TOKEN, SIGNING_SECRET, command_form, post_form, total_of
+
+    fake = FakeSlack()
+    with fake.running():
+        settings = offline_settings(
+            tmp_path / "store.sqlite3",
+            agent_processes=1,
+            slack_bot_token=BOT_TOKEN,
+            slack_signing_secret=SIGNING_SECRET,
+            slack_api_url=fake.api_url,
+        )
+        with live_server(create_app(settings)) as base, httpx.Client(timeout=30) as client:
+            url = fake.response_url("pool-answer")
+            form = command_form("Can I fine-tune llama-2-7b with QLoRA on one 4090?", url, channel="C0POOL")
+            assert post_form(client, base, form).status_code == 200
+            posted = fake.wait_for(
+                lambda f: [c for c in f.of("response_url") if c.path.endswith("pool-answer")]
+            )
+    expected = total_of(model="llama-2-7b", task="qlora", gpu="4090", num_gpus=1)
+    message = posted[0].body
+    assert expected == "6.34 GiB" and f"**{expected}**" in message["blocks"][0]["text"]
+    table = next(b for b in message["blocks"] if b["type"] == "table")
+    assert [c["text"] for c in table["rows"][-1]][1] == expected
+    assert any(
+        b["type"] == "actions" for b in message["blocks"]
+    )  # the stored estimate behind "Show formulas"

@@ -1,4 +1,5 @@
-"""The estimator's measured error bound, for answers to cite ("typically within N% of measured").
+"""The estimator's measured error bound, as data for answers to cite ("typically within N% of measured";
+the sentence is each channel's, service/agent/render.py accuracy_text).
 
 The figures come from `tools/accuracy_summary.json`, written by the accuracy benchmark
 (`python -m benchmarks.accuracy.run --write-summary`): the estimator's tensor peak against the
@@ -44,29 +45,3 @@ class AccuracyBound(BaseModel):
 @lru_cache(maxsize=1)
 def accuracy_bound() -> AccuracyBound:
     return AccuracyBound.model_validate(json.loads(SUMMARY_JSON.read_text(encoding="utf-8")))
-
-
-def accuracy_note(language: str = "en") -> str:
-    """One sentence for answers, with the figures of the committed benchmark."""
-    b = accuracy_bound()
-    if language == "zh":
-        text = (
-            f"在 {b.cases} 个实测（trace）用例上，张量峰值估计通常误差在 {b.typical_pct}% 以内"
-            f"（中位数 {b.median_abs_error_pct:.1f}%，最差 {b.worst_abs_error_pct:.1f}%）。"
-        )
-        if b.published_median_abs_error_pct is not None:
-            text += (
-                f"与 {b.published_cases} 个公开的 GPU 实测（litgpt，模型实现不同）相比，中位误差 "
-                f"{b.published_median_abs_error_pct:.1f}%。"
-            )
-        return text
-    text = (
-        f"Tensor-peak estimates are typically within {b.typical_pct}% of the measured (traced) peak "
-        f"(median {b.median_abs_error_pct:.1f}%, worst {b.worst_abs_error_pct:.1f}% over {b.cases} traced cases)."
-    )
-    if b.published_median_abs_error_pct is not None:
-        text += (
-            f" Against {b.published_cases} published GPU runs (litgpt, a different model implementation) "
-            f"the median error is {b.published_median_abs_error_pct:.1f}%."
-        )
-    return text

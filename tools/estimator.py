@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools import calibration as cal
-from tools.accuracy import accuracy_note
+from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.activations import inference_transient
 from tools.footprint import ModelFootprint, model_footprint
 from tools.kv_cache import kv_bytes_per_token, kv_specs
@@ -65,6 +65,11 @@ def peak_for(rs: ResolvedScenario) -> Peak:
     return Peak(fp, phase_components, peak_phase, tensors, phases, overhead, tensor_peak, total)
 
 
+def usable_bytes(memory_bytes: int, safety_margin: float) -> int:
+    """What a job may use of a card: its memory less the safety margin (the verdict's budget)."""
+    return int(memory_bytes * (1.0 - safety_margin))
+
+
 @dataclass(frozen=True)
 class Fit:
     """What the planner compares for a candidate: `estimate(scenario, plan=False)`'s resolved scenario,
@@ -81,23 +86,26 @@ def fit_of(scenario: Scenario) -> Fit:
     tensor bytes), overhead as a sum (tools.overhead.overhead_bytes)."""
     rs = resolve(scenario)
     fp = footprint_for(rs)
-    tensor_peak = max(_tensor_bytes_at(fp, ph) for ph in fp.phases)
+    tensor_peak = max(_tensor_bytes_by_phase(fp))
     total = tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
     return Fit(
         scenario=rs.scenario,
         total_bytes=total,
-        fits=total <= int(rs.gpu.memory_bytes * (1.0 - rs.safety_margin)),
+        fits=total <= usable_bytes(rs.gpu.memory_bytes, rs.safety_margin),
     )
 
 
-def _tensor_bytes_at(fp: ModelFootprint, phase: str) -> int:
-    """The sum of `fp.components_at(phase)` bytes (a part's entry counts when positive, as an int)."""
-    total = 0
+def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:
+    """Per phase of `fp`, the sum of `fp.components_at(phase)` bytes (a part's entry counts when
+    positive, as an int), in one pass over the parts."""
+    index = {ph: i for i, ph in enumerate(fp.phases)}
+    totals = [0] * len(fp.phases)
     for part in fp.parts:
-        entry = part.at.get(phase)
-        if entry and entry[0] > 0:
-            total += int(entry[0])
-    return total
+        for ph, entry in part.at.items():
+            i = index.get(ph)
+            if i is not None and entry[0] > 0:
+                totals[i] += int(entry[0])
+    return totals
 
 
 def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
@@ -106,7 +114,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     pk = peak_for(rs)
     total = pk.total_bytes
     card = rs.gpu.memory_bytes
-    budget = int(card * (1.0 - rs.safety_margin))
+    budget = usable_bytes(card, rs.safety_margin)
     fits = total <= budget
     notes = list(rs.notes) + [n for n in pk.fp.notes if n not in rs.notes]
 
@@ -128,6 +136,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         ),
         fits=fits,
         safety_margin=rs.safety_margin,
+        usable_bytes=budget,
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
         suggestions=[],
@@ -138,7 +147,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         params_total=rs.model.params.total,
         params_trainable=rs.trainable.params if rs.trainable else 0,
         params_active_per_token=rs.model.params.active_per_token,
-        accuracy_note=_accuracy_note(),
+        accuracy=_accuracy(),
     )
     if plan:
         from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
@@ -190,9 +199,9 @@ def _no_effect(scenario: Scenario) -> list:
     return no_effect_notes(scenario)
 
 
-def _accuracy_note() -> str | None:
+def _accuracy() -> AccuracyBound | None:
     """The measured error bound of the accuracy benchmark (tools/accuracy.py), when one was written."""
     try:
-        return accuracy_note()
+        return accuracy_bound()
     except (OSError, ValueError):  # no summary written yet
         return None

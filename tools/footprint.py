@@ -63,6 +63,7 @@ from tools.components.phased import (
 from tools.components.step import ModelStep, TrainStep
 from tools.components.weights import stored_weights, training_weights
 from tools.components.zero3 import zero3_gathered
+from tools.notes import Note
 from tools.optimizers import TrainableSpec
 from tools.quant import WeightFormat
 
@@ -136,7 +137,7 @@ def model_footprint(
 
 def train_footprint(ts: TrainStep) -> ModelFootprint:
     """A training step, component by component in step order (end of forward, backward, optimizer step)."""
-    notes: list[str] = []
+    notes: list[Note] = []
     weights = training_weights(ts, notes)
     grads = gradients(ts, notes)
     temporaries = step_temporaries(ts)

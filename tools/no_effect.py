@@ -1,8 +1,9 @@
 """Stated settings that do NOT change peak memory, recognised and explained (never silently ignored).
 
 Each rule answers one question for one Scenario field: "given this value, which explanation
-applies, and with which numbers?". The explanation texts are data, per language, in
-`prompts/<lang>/no_effect.json` (English and Chinese are both first-class).
+applies, and with which numbers?". The answer is data (an explanation code and its values); the
+texts, per language, are `prompts/<lang>/no_effect.json`, rendered by the channels
+(service/agent/render.py no_effect_text).
 
 Why these have no effect (or only the stated small one):
 - epochs, learning_rate, warmup_steps, lora_alpha: scalars or loop counts, no tensor changes size.
@@ -19,11 +20,8 @@ Why these have no effect (or only the stated small one):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 from tools.errors import ScenarioError
@@ -33,33 +31,6 @@ from tools.units import fmt_gib
 
 Language = Literal["en", "zh"]
 LANGUAGES: tuple[str, ...] = ("en", "zh")
-
-
-@lru_cache(maxsize=4)
-def load_templates(language: str = "en") -> dict[str, str]:
-    """The explanation templates of one language, from prompts/<language>/no_effect.json."""
-    if language not in LANGUAGES:
-        language = "en"
-    return dict(json.loads(read_prompt_text(language, "no_effect.json")))
-
-
-def read_prompt_text(language: str, name: str) -> str:
-    """Read prompts/<language>/<name> through importlib.resources.
-
-    Falls back to the package's real directories when `prompts` is seen as a namespace package
-    (an editable install made before prompts/__init__.py existed maps it that way, and
-    importlib.resources then rejects the finder's path-hook entry).
-    """
-    try:
-        return resources.files("prompts").joinpath(language, name).read_text(encoding="utf-8")
-    except (NotADirectoryError, FileNotFoundError, TypeError):
-        import prompts
-
-        for base in getattr(prompts, "__path__", []):
-            candidate = Path(base) / language / name
-            if candidate.is_file():
-                return candidate.read_text(encoding="utf-8")
-        raise
 
 
 def _fmt(value: Any) -> str:
@@ -225,15 +196,17 @@ RULES: tuple[ScalarRule | GradAccumRule | LoraDropoutRule | GlobalBatchRule, ...
 NO_EFFECT_FIELDS: tuple[str, ...] = tuple(r.field for r in RULES)
 
 
-def no_effect_notes(scenario: Scenario, *, language: str = "en") -> list[NoEffect]:
-    """One NoEffect per stated setting that does not change peak memory, in `language`."""
-    templates = load_templates(language)
+def no_effect_notes(scenario: Scenario) -> list[NoEffect]:
+    """One NoEffect per stated setting that does not change peak memory, with its explanation's code."""
     notes: list[NoEffect] = []
     for rule in RULES:
         value = getattr(scenario, rule.field)
         if value is None:
             continue
         explanation = rule.explain(scenario, value)
-        text = templates[explanation.template_key].format(**explanation.variables)
-        notes.append(NoEffect(field=rule.field, value=value, explanation=text))
+        notes.append(
+            NoEffect(
+                field=rule.field, value=value, code=explanation.template_key, values=explanation.variables
+            )
+        )
     return notes

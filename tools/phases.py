@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tools.notes import note
 from tools.result import Component, PhasePeak
 
 TRAINING_PHASES = ("end_of_forward", "backward", "optimizer_step")
@@ -38,8 +39,8 @@ class GradsWholeStep:
     name = "whole_step"
     phases = TRAINING_PHASES
 
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+    def __init__(self, why: str, **values: object) -> None:
+        self.note = note(f"gradients_whole_step_{why}", **values)
 
 
 class GradsFromBackward:
@@ -50,28 +51,22 @@ class GradsFromBackward:
 
     name = "from_backward"
     phases = ("optimizer_step",)  # the end of backward has the same gradients as the step
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+    note = note("gradients_from_backward")
 
 
 def gradient_lifetime(
     *, zero_stage: int, recipe: str, model_parallel: bool, accumulation_steps: int
 ) -> GradsWholeStep | GradsFromBackward:
-    """Which gradient lifetime a training job has, with the reason (stated in the answer's notes)."""
+    """Which gradient lifetime a training job has, with the reason (stated in the answer's notes):
+    DeepSpeed ZeRO keeps gradient partitions/buckets for the whole step; the mixed and megatron recipes
+    keep gradients in persistent buffers; Megatron-style TP/PP/CP in a contiguous buffer; gradient
+    accumulation keeps .grad between micro-batches; else HF Trainer frees them after each step."""
     if zero_stage >= 1:
-        return GradsWholeStep("DeepSpeed ZeRO keeps gradient partitions/buckets for the whole step")
+        return GradsWholeStep("zero")
     if recipe in ("mixed", "megatron"):
-        return GradsWholeStep(
-            f"the {recipe} recipe (DeepSpeed/Megatron) keeps gradients in persistent buffers for the whole step"
-        )
+        return GradsWholeStep("recipe", recipe=recipe)
     if model_parallel:
-        return GradsWholeStep(
-            "Megatron-style TP/PP/CP keeps gradients in a contiguous buffer for the whole step"
-        )
+        return GradsWholeStep("model_parallel")
     if accumulation_steps > 1:
-        return GradsWholeStep("gradient accumulation keeps .grad between micro-batches")
-    return GradsFromBackward(
-        "HF Trainer without gradient accumulation: gradients are freed after each step "
-        "(zero_grad(set_to_none=True)) and exist only from backward to the optimizer step"
-    )
+        return GradsWholeStep("accumulation")
+    return GradsFromBackward()

@@ -47,11 +47,9 @@ from tools.errors import ScenarioError
 from tools.estimator import Fit
 from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
-from tools.scenario import Scenario
+from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
-TRAINING_TASKS = frozenset({"full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"})
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
-RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
 MAX_GPUS_DEFAULT = 1024
 
 # --- speed factors (step-time multipliers) -------------------------------------------------------
@@ -158,31 +156,41 @@ def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
     return rank
 
 
-def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
-    """Step-time multiplier of the changed job vs the base (module docstring, cost model item 3)."""
+def step_time_causes(base: Scenario, changes: dict[str, Any]) -> list[tuple[str, float]]:
+    """What slows a step of the changed job vs the base, each cause with its step-time multiplier
+    (module docstring, cost model item 3). Cause names are prompts/<lang>/labels.toml [tradeoff] keys."""
     new = base.model_copy(update=changes)
-    factor = 1.0
+    causes: list[tuple[str, float]] = []
     if (new.recompute == "full" and base.recompute != "full") or (
         new.gradient_checkpointing and not base.gradient_checkpointing and base.recompute != "full"
     ):
-        factor *= SLOWDOWN_RECOMPUTE
-    factor *= SLOWDOWN_ZERO.get(new.zero_stage or 0, 1.0) / SLOWDOWN_ZERO.get(base.zero_stage or 0, 1.0)
+        causes.append(("recompute", SLOWDOWN_RECOMPUTE))
+    zero = SLOWDOWN_ZERO.get(new.zero_stage or 0, 1.0) / SLOWDOWN_ZERO.get(base.zero_stage or 0, 1.0)
+    if zero != 1.0:
+        causes.append(("zero3", zero))
     if (new.offload_optimizer or "none") != "none" and (base.offload_optimizer or "none") == "none":
-        factor *= SLOWDOWN_OFFLOAD_OPTIMIZER
+        causes.append(("offload_optimizer", SLOWDOWN_OFFLOAD_OPTIMIZER))
     if (new.offload_params or "none") != "none" and (base.offload_params or "none") == "none":
-        factor *= SLOWDOWN_OFFLOAD_PARAMS
+        causes.append(("offload_params", SLOWDOWN_OFFLOAD_PARAMS))
     if (new.tp or 1) > (base.tp or 1):
-        factor *= SLOWDOWN_TP
+        causes.append(("tp", SLOWDOWN_TP))
     if (new.pp or 1) > (base.pp or 1):
-        factor *= 1 + ((new.pp or 1) - (base.pp or 1)) / PP_ASSUMED_MICROBATCHES
+        causes.append(("pp", 1 + ((new.pp or 1) - (base.pp or 1)) / PP_ASSUMED_MICROBATCHES))
     b0, b1 = base.batch_size or 1, new.batch_size or 1
     if b1 < b0:
-        if base.task == "inference":
-            factor *= b0 / b1
-        else:
-            factor *= SLOWDOWN_HALVE_BATCH ** math.log2(b0 / b1)
+        causes.append(
+            ("batch", b0 / b1 if base.task == "inference" else SLOWDOWN_HALVE_BATCH ** math.log2(b0 / b1))
+        )
     if new.weight_dtype == "nf4" and base.weight_dtype != "nf4" and base.task != "inference":
-        factor *= SLOWDOWN_QLORA
+        causes.append(("dequant", SLOWDOWN_QLORA))
+    return causes
+
+
+def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
+    """Step-time multiplier of the changed job vs the base: the product of its causes' multipliers."""
+    factor = 1.0
+    for _, multiplier in step_time_causes(base, changes):
+        factor *= multiplier
     return factor
 
 
@@ -467,6 +475,9 @@ class _Search:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
         if not changes:
             return _fit_of_estimate(self.base)
+        # a change to the value the stated scenario already has is no change (merged() gives the same
+        # scenario): candidates that differ only by such changes share one estimate
+        changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
         key = repr(sorted(changes.items(), key=lambda kv: kv[0]))
         if key in self.cache:
             return self.cache[key]

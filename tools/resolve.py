@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tools.notes import Note
 from tools.optimizers import OptimizerRule, TrainableSpec
 from tools.parallel import Layout
 from tools.precision import Recipe
@@ -57,16 +58,9 @@ from tools.resolution.model import ModelRef, look_up_model, resolve_model_ref
 from tools.resolution.numerics import training_rules, weight_storage
 from tools.resolution.serving import kv_dtype_bytes, memory_reservation
 from tools.resolution.sizes import sizes
-from tools.resolution.task import (
-    ADAPTER_TASKS,
-    PEFT_DEFAULT_TARGETS,
-    RL_TASKS,
-    TRAINING_TASKS,
-    choose_task,
-    trainable_set,
-)
+from tools.resolution.task import PEFT_DEFAULT_TARGETS, choose_task, trainable_set
 from tools.result import Assumption
-from tools.scenario import Scenario
+from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 if TYPE_CHECKING:
     from tools.catalog.gpus import GpuSpec
@@ -112,7 +106,7 @@ class ResolvedScenario:
     gpu_memory_utilization: float
     safety_margin: float
     assumptions: list[Assumption] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     attention_kernel: str = "flash"  # flash (incl. memory-efficient) | math | eager: what the GPU runs
 
     @property

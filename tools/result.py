@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.accuracy import AccuracyBound
+from tools.notes import Note
 from tools.scenario import Scenario
 
 ComponentName = (
@@ -72,11 +74,13 @@ class Assumption(BaseModel):
 
 
 class NoEffect(BaseModel):
-    """A stated setting that does not change peak memory, and why."""
+    """A stated setting that does not change peak memory, and why: `code` names the explanation
+    (prompts/<lang>/no_effect.json), `values` fill it (the words are each channel's)."""
 
     field: str
     value: object
-    explanation: str
+    code: str
+    values: dict[str, object] = Field(default_factory=dict)
 
 
 class ServingCapacity(BaseModel):
@@ -99,7 +103,9 @@ class Estimate(BaseModel):
     gpu: GpuInfo
     fits: bool
     safety_margin: float
-    headroom_bytes: int  # usable memory minus total_bytes (negative when it does not fit)
+    # the card less the safety margin: total_bytes must stay under it to fit (channels draw this line)
+    usable_bytes: int = Field(ge=0)
+    headroom_bytes: int  # usable_bytes minus total_bytes (negative when it does not fit)
     min_gpus: int | None
     # the layout of the min_gpus configuration: scenario fields the planner set to get there
     # ({"num_gpus": 2, "zero_stage": 3}); {} = the job as stated; None = unknown or no fit
@@ -107,12 +113,12 @@ class Estimate(BaseModel):
     suggestions: list[Suggestion] = Field(default_factory=list)
     assumptions: list[Assumption] = Field(default_factory=list)
     no_effect: list[NoEffect] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
     serving: ServingCapacity | None = None
     params_total: int
     params_trainable: int
     params_active_per_token: int
-    accuracy_note: str | None = None  # "typically within N% of measured" (benchmarks/accuracy)
+    accuracy: AccuracyBound | None = None  # the measured error bound (benchmarks/accuracy), as data
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)

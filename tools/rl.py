@@ -66,6 +66,7 @@ from dataclasses import replace
 from tools import calibration as cal
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
 from tools.lora import lora_trainable
+from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption
 
@@ -634,18 +635,13 @@ def _assemble(
 ) -> ModelFootprint:
     trained = {"actor", "critic", "policy"}
     roles = list(dict.fromkeys(p.model_role for p in parts if p.model_role))
-    held = ", ".join(f"{r} ({'trainable' if r in trained else 'frozen'})" for r in roles)
-    lora_ref = (
-        " (the reference is the policy with adapters disabled)"
-        if rs.adapters and "reference" in roles
-        else ""
+    colocated = note(
+        "rl_colocated",
+        models=[{"role": r, "trainable": r in trained} for r in roles],
+        lora_reference=bool(rs.adapters and "reference" in roles),
+        reference_offload=bool(rs.scenario.reference_offload),
     )
-    where = (
-        "reference/reward weights live in CPU RAM and come to the GPU only for their forward"
-        if rs.scenario.reference_offload
-        else "frozen models stay resident"
-    )
-    notes = [*main.notes, f"RL: every GPU holds {held}{lora_ref} -- colocated, the TRL default; {where}"]
+    notes = [*main.notes, colocated]
     return ModelFootprint(
         phases=phases, parts=tuple(parts), gpu_role=main.gpu_role, notes=tuple(notes), stage=main.stage
     )

@@ -72,6 +72,10 @@ KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
+# The task families every layer branches on (resolve, planner, parser): defined once, here.
+TRAINING_TASKS: frozenset[str] = frozenset(t for t in TASKS if t != "inference")
+RL_TASKS: frozenset[str] = frozenset({"ppo", "grpo", "dpo"})
+ADAPTER_TASKS: frozenset[str] = frozenset({"lora", "qlora"})
 WEIGHT_DTYPES: tuple[str, ...] = WeightDtype.__args__  # type: ignore[attr-defined]
 RECIPES: tuple[str, ...] = PrecisionRecipe.__args__  # type: ignore[attr-defined]
 OPTIMIZERS: tuple[str, ...] = Optimizer.__args__  # type: ignore[attr-defined]

@@ -11,15 +11,19 @@ translating the planner's English text) and no-effect explanations (prompts/zh/n
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from functools import lru_cache
 from string import Template
 from typing import Any
 
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
-from service.agent.prompt_files import load_toml
+from service.agent.prompt_files import load_toml, read_prompt
+from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
-from tools.result import Assumption, Component, Estimate, Suggestion
+from tools.notes import Note
+from tools.result import Assumption, Component, Estimate, NoEffect, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
@@ -194,15 +198,16 @@ def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> st
     (4-bit weights)'. Factors and ranks are the planner's (tools.planner cost model)."""
     if base is None:
         return ""
-    from tools.planner import fidelity_rank, step_time_factor
+    from tools.planner import fidelity_rank, step_time_causes
 
     lang = _lang(language)
     table = _labels(lang, "tradeoff")
     changes = suggestion.scenario_changes
     out: list[str] = []
-    factor = step_time_factor(base, changes)
+    causes = step_time_causes(base, changes)
+    factor = math.prod(multiplier for _, multiplier in causes)
     if factor > 1.005:
-        why = [str(table[c]) for c in _slowdown_causes(base, changes) if c in table]
+        why = [str(table[c]) for c, multiplier in causes if multiplier > 1.0 and c in table]
         key, pct = ("slower_x", f"{factor:.1f}") if factor >= 2 else ("slower", f"{(factor - 1) * 100:.0f}")
         text = Template(str(table.get(key, ""))).safe_substitute(pct=pct)
         if why:
@@ -218,28 +223,6 @@ def suggestion_tradeoffs(suggestion: Suggestion, base: Any, language: str) -> st
     if not out:
         return ""
     return str(table.get("lead", "; ")) + str(table.get("joiner", ", ")).join(out)
-
-
-def _slowdown_causes(base: Any, changes: dict[str, Any]) -> list[str]:
-    """Which changed settings slow a step (names of prompts/<lang>/labels.toml [tradeoff] entries)."""
-    causes = []
-    if changes.get("recompute") == "full" or changes.get("gradient_checkpointing") is True:
-        causes.append("recompute")
-    if changes.get("zero_stage") == 3 and (getattr(base, "zero_stage", 0) or 0) < 3:
-        causes.append("zero3")
-    if changes.get("offload_optimizer") not in (None, "none"):
-        causes.append("offload_optimizer")
-    if changes.get("offload_params") not in (None, "none"):
-        causes.append("offload_params")
-    if (changes.get("tp") or 1) > (getattr(base, "tp", None) or 1):
-        causes.append("tp")
-    if (changes.get("pp") or 1) > (getattr(base, "pp", None) or 1):
-        causes.append("pp")
-    if (changes.get("batch_size") or 10**9) < (getattr(base, "batch_size", None) or 1):
-        causes.append("batch")
-    if changes.get("weight_dtype") == "nf4" and getattr(base, "task", None) != "inference":
-        causes.append("dequant")
-    return causes
 
 
 def gpus_text(n: int, language: str) -> str:
@@ -264,15 +247,20 @@ def _assumption_reason(a: Assumption, language: str) -> str:
 
 
 def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
-    notes = estimate.no_effect
-    if language != "en" and notes:
-        try:
-            from tools.no_effect import no_effect_notes
+    return [
+        _fill(language, "text", "no_effect", explanation=no_effect_text(n, language))
+        for n in estimate.no_effect
+    ]
 
-            notes = no_effect_notes(estimate.scenario, language=language) or notes
-        except (ImportError, KeyError, ValueError):
-            pass
-    return [_fill(language, "text", "no_effect", explanation=n.explanation) for n in notes]
+
+def no_effect_text(item: NoEffect, language: str) -> str:
+    """Why a stated setting does not change peak memory, in `language` (prompts/<lang>/no_effect.json)."""
+    return no_effect_templates(_lang(language))[item.code].format(**item.values)
+
+
+@lru_cache(maxsize=4)
+def no_effect_templates(language: str) -> dict[str, str]:
+    return dict(json.loads(read_prompt(_lang(language), "no_effect.json")))
 
 
 def render_answer_lines(estimate: Estimate, language: str, focus: str | None = None) -> list[str]:
@@ -402,11 +390,39 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
                     reason=_assumption_reason(a, lang),
                 )
             )
-    notes = [n for n in (localise_note(n, lang) for n in estimate.notes) if n]
+    notes = [note_text(n, lang) for n in estimate.notes]
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
     return [line for line in lines if line is not None]
+
+
+def _accuracy_text(estimate: Estimate, language: str) -> str | None:
+    """The estimate's measured error bound in the answer's language (same benchmark figures)."""
+    return accuracy_text(estimate.accuracy, language) if estimate.accuracy is not None else None
+
+
+def accuracy_text(bound: AccuracyBound, language: str) -> str:
+    """One sentence with the accuracy benchmark's figures (answer.toml accuracy_bound, accuracy_published)."""
+    lang = _lang(language)
+    text = _fill(
+        lang,
+        "text",
+        "accuracy_bound",
+        typical=bound.typical_pct,
+        median=f"{bound.median_abs_error_pct:.1f}",
+        worst=f"{bound.worst_abs_error_pct:.1f}",
+        cases=bound.cases,
+    )
+    if bound.published_median_abs_error_pct is not None:
+        text += _fill(
+            lang,
+            "text",
+            "accuracy_published",
+            cases=bound.published_cases,
+            median=f"{bound.published_median_abs_error_pct:.1f}",
+        )
+    return text
 
 
 def _fmt_small(n_bytes: int) -> str:
@@ -444,22 +460,46 @@ def _component_lines(c: Component, language: str) -> list[str]:
     return out
 
 
-def localise_note(note: str, language: str) -> str:
-    """An estimator note in the answer's language: English as is; other languages through the
-    patterns of prompts/<lang>/labels.toml [notes] (regex -> template with \\1 groups), else left out
-    rather than shown in English."""
-    if _lang(language) == "en":
-        return note
-    for pattern, template in _note_patterns(_lang(language)):
-        m = pattern.match(note)
-        if m:
-            return m.expand(template)
-    return ""
+def note_text(note: Note, language: str) -> str:
+    """An estimator note in `language`: prompts/<lang>/notes.toml [notes].<code>, filled with the note's
+    values (integers with thousands separators; structured values in the [note_values] words)."""
+    lang = _lang(language)
+    table = _note_table(lang, "notes")
+    template = table.get(note.code) or _note_table("en", "notes").get(note.code, note.code)
+    words = _note_table(lang, "note_values")
+    values = {name: _note_value(name, value, words) for name, value in note.values.items()}
+    return Template(str(template)).safe_substitute(values)
 
 
-@lru_cache(maxsize=4)
-def _note_patterns(language: str) -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(str(k)), str(v)) for k, v in _labels(language, "notes").items())
+def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
+    if name == "models":  # [{role, trainable}]: "actor (trainable), reference (frozen)"
+        roles = {str(k): str(v) for k, v in dict(words.get("role", {})).items()}
+        return str(words.get("joiner", ", ")).join(
+            Template(str(words.get("model", "${role} (${trainable})"))).safe_substitute(
+                role=roles.get(m["role"], m["role"]),
+                trainable=words.get("trainable" if m["trainable"] else "frozen", ""),
+            )
+            for m in value
+        )
+    if isinstance(value, bool) and name in ("lora_reference", "reference_offload"):  # flags said in words
+        if name == "reference_offload":
+            return str(words.get("reference_offload" if value else "reference_resident", ""))
+        return str(words.get(name, "")) if value else ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    spelled = words.get(name)
+    if isinstance(spelled, dict) and str(value) in spelled:
+        return str(spelled[str(value)])
+    return str(value)
+
+
+@lru_cache(maxsize=8)
+def _note_tables(language: str) -> dict[str, Any]:
+    return load_toml(language, "notes.toml")
+
+
+def _note_table(language: str, section: str) -> dict[str, Any]:
+    return dict(_note_tables(language).get(section, {}))
 
 
 def localise_terms(text: str, language: str) -> str:
@@ -706,7 +746,7 @@ def display_panels(estimate: Estimate, language: str) -> Display:
             )
             for a in estimate.assumptions
         ],
-        notes=[n for n in (localise_note(n, lang) for n in estimate.notes) if n],
+        notes=[note_text(n, lang) for n in estimate.notes],
         serving=_display_serving(estimate, lang),
     )
 

@@ -115,12 +115,10 @@ def _fix_line(estimate: Estimate, lang: str) -> str | None:
     )
 
 
-def accuracy_line(lang: str) -> str | None:
-    try:
-        from tools.accuracy import accuracy_bound
-
-        b = accuracy_bound()
-    except (ImportError, OSError, ValueError):  # no benchmark summary written
+def accuracy_line(estimate: Estimate, lang: str) -> str | None:
+    """The estimate's measured error bound (Estimate.accuracy, from benchmarks/accuracy), briefly."""
+    b = estimate.accuracy
+    if b is None:
         return None
     return _s(lang, "accuracy", typical=b.typical_pct, worst=f"{b.worst_abs_error_pct:.1f}")
 
@@ -133,7 +131,7 @@ def summary_lines(estimate: Estimate, language: str, focus: str | None = None) -
     if not estimate.fits or focus == "min_gpus":
         lines.append(min_gpus_line(estimate, lang))
     lines.append(_fix_line(estimate, lang))
-    lines.append(accuracy_line(lang))
+    lines.append(accuracy_line(estimate, lang))
     out = [line for line in lines if line]
     return out[:MAX_LINES]
 

@@ -70,12 +70,11 @@ def _detach_from_server_signals() -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _answer(question: str, state_json: str, language: Language | None) -> list[sse_wire.Wire]:
+def _answer(question: str, state: ConversationState, language: Language | None) -> list[sse_wire.Wire]:
     """One question answered in the worker: its events, text coalesced, in wire form (sse_wire.encode)."""
     from service.agent.offline.language import detect_language
 
     agent: Agent = _worker["agent"]
-    state = ConversationState.model_validate_json(state_json)
 
     async def collect() -> list[AgentEvent]:
         return [ev async for ev in agent.stream(question, state, language)]
@@ -83,8 +82,8 @@ def _answer(question: str, state_json: str, language: Language | None) -> list[s
     events = coalesce_tokens(_worker["loop"].run_until_complete(collect()))
     # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)
     display_language = language or detect_language(question, default=state.language or "en")
-    displays: dict[tuple[int, str], dict[str, Any]] = {}
-    return [sse_wire.encode(ev, display_language, displays) for ev in events]
+    memo: dict[Any, str] = {}
+    return [sse_wire.encode(ev, display_language, memo) for ev in events]
 
 
 def _ready() -> int:
@@ -138,18 +137,21 @@ class ProcessPoolAgent:
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        wires = await self._answer(question, state.model_dump_json(), language)
+        # the state crosses as a pickle (pydantic restores a pickled model without validating it again)
+        wires = await self._answer(question, state, language)
         for wire in wires:
             yield sse_wire.decode(wire, _EVENT)
 
-    async def _answer(self, question: str, state_json: str, language: Language | None) -> list[sse_wire.Wire]:
+    async def _answer(
+        self, question: str, state: ConversationState, language: Language | None
+    ) -> list[sse_wire.Wire]:
         """Run in a worker; if the pool broke (a worker died), start a new one and ask once more:
         the offline agent is deterministic and has no side effects, so a retry is safe."""
         loop = asyncio.get_running_loop()
         for attempt in (1, 2):
             pool = self._pool or self._replace_pool(None)
             try:
-                return await loop.run_in_executor(pool, _answer, question, state_json, language)
+                return await loop.run_in_executor(pool, _answer, question, state, language)
             except BrokenProcessPool:
                 log.error("an offline agent worker died (attempt %d); starting a new pool", attempt)
                 self._replace_pool(pool)

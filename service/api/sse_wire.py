@@ -170,25 +170,22 @@ def frames_of(ev: AgentEvent) -> bytes | None:
 Wire = tuple[str, ...]
 
 
-def _split_at(payload: dict[str, Any], key: str) -> tuple[str, str]:
-    """`dumps(payload)` in two pieces around the value of `key` (json.dumps' default separators)."""
-    keys = list(payload)
-    i = keys.index(key)
-    before = {k: payload[k] for k in keys[:i]}
-    head = (dumps(before)[:-1] + ", " if before else "{") + f"{dumps(key)}: "
-    tail = "".join(f", {dumps(k)}: {dumps(payload[k])}" for k in keys[i + 1 :]) + "}"
-    return head, tail
+def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
+    """One agent event in wire form (in a worker). `memo`, one per answer, keeps the JSON of what the
+    answer's events share (its Estimate is in `estimate` and in `done`; its panel texts in `display`
+    and in `done`), so each is built and serialised once."""
 
+    def json_of(model: BaseModel) -> str:  # a model's `model_dump(mode="json")`, as dumps() writes it
+        key = ("json", id(model))
+        if key not in memo:
+            memo[key] = dumps(model.model_dump(mode="json"))
+        return memo[key]
 
-def encode(ev: AgentEvent, display_language: str, displays: dict[tuple[int, str], dict[str, Any]]) -> Wire:
-    """One agent event in wire form (in a worker). `displays` caches the panel texts by (estimate, language)
-    so the `estimate` and `done` events of one answer build them once."""
-
-    def display(estimate: Estimate, language: str) -> dict[str, Any]:
-        key = (id(estimate), language)
-        if key not in displays:
-            displays[key] = display_payload(estimate, language)
-        return displays[key]
+    def display_json(estimate: Estimate, language: str) -> str:
+        key = ("display", id(estimate), language)
+        if key not in memo:
+            memo[key] = dumps(display_payload(estimate, language))
+        return memo[key]
 
     if isinstance(ev, TokenEvent):
         return ("token", ev.text, _frame("token", dumps({"text": ev.text})))
@@ -196,16 +193,25 @@ def encode(ev: AgentEvent, display_language: str, displays: dict[tuple[int, str]
         data = dumps(ev.scenario.model_dump(mode="json", exclude_none=True))
         return ("scenario", ev.scenario.model_dump_json(), _frame("scenario", data))
     if isinstance(ev, EstimateEvent):
-        frames = _frame("estimate", dumps(ev.estimate.model_dump(mode="json"))) + _frame(
-            "display", dumps(display(ev.estimate, display_language))
+        estimate_json = json_of(ev.estimate)
+        frames = _frame("estimate", estimate_json) + _frame(
+            "display", display_json(ev.estimate, display_language)
         )
-        return ("estimate", ev.estimate.model_dump_json(), frames)
+        return ("estimate", estimate_json, frames)
     if isinstance(ev, DoneEvent):
         a = ev.answer
-        payload = a.model_dump(mode="json")
+        # the payload `dumps({**a.model_dump(mode="json"), "display": ...})` writes, assembled from the
+        # JSON of its fields (json.dumps of a dict is its items' JSON joined with ", " and ": ")
+        pieces: list[tuple[str, str]] = []
+        for name in type(a).model_fields:
+            value = getattr(a, name)
+            pieces.append((name, json_of(value) if isinstance(value, BaseModel) else dumps(value)))
         if a.estimate is not None:
-            payload["display"] = display(a.estimate, a.language)
-        head, tail = _split_at(payload, "conversation_id")
+            pieces.append(("display", display_json(a.estimate, a.language)))
+        names = [name for name, _ in pieces]
+        i = names.index("conversation_id")
+        head = "{" + "".join(f"{dumps(k)}: {v}, " for k, v in pieces[:i]) + f"{dumps('conversation_id')}: "
+        tail = "".join(f", {dumps(k)}: {v}" for k, v in pieces[i + 1 :]) + "}"
         return (
             "done",
             a.question,
@@ -214,7 +220,7 @@ def encode(ev: AgentEvent, display_language: str, displays: dict[tuple[int, str]
             a.agent,
             dumps(a.conversation_id),
             "null" if a.scenario is None else a.scenario.model_dump_json(),
-            "null" if a.estimate is None else a.estimate.model_dump_json(),
+            "null" if a.estimate is None else json_of(a.estimate),
             head,
             tail,
             a.summary,

@@ -107,7 +107,7 @@ def render_table(est: Any) -> str:
         lines.append(f"{role + c.name:<30}{c.bytes / 2**30:>10.2f}  {c.formula}")
     lines.append(f"{'tensor peak':<30}{est.per_gpu.tensor_peak_bytes / 2**30:>10.2f}")
     lines.append(f"{'total (nvidia-smi)':<30}{est.per_gpu.total_bytes / 2**30:>10.2f}")
-    budget = est.gpu.memory_bytes * (1 - est.safety_margin)
+    budget = est.usable_bytes
     verdict = "FITS" if est.fits else "DOES NOT FIT"
     lines.append(
         f"{verdict}: {fmt_gib(est.per_gpu.total_bytes)} of {fmt_gib(est.gpu.memory_bytes)} "
@@ -139,11 +139,15 @@ def render_table(est: Any) -> str:
         lines.append("assumptions:")
         lines += [f"  - {a.field} = {a.value}: {a.reason}" for a in est.assumptions]
     if est.notes:
+        from service.agent.render import note_text  # the note templates, only when there are notes
+
         lines.append("notes:")
-        lines += [f"  - {n}" for n in est.notes]
+        lines += [f"  - {note_text(n, 'en')}" for n in est.notes]
     if est.no_effect:
         lines.append("no effect on peak memory:")
-        lines += [f"  - {n.field} = {n.value}: {n.explanation}" for n in est.no_effect]
+        from service.agent.render import no_effect_text
+
+        lines += [f"  - {n.field} = {n.value}: {no_effect_text(n, 'en')}" for n in est.no_effect]
     if est.suggestions:
         lines.append("suggestions:")
         lines += [

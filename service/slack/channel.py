@@ -41,6 +41,8 @@ from service.agent.events import Answer, DoneEvent, ErrorEvent, NoticeEvent, Tok
 from service.agent.offline.language import detect_language
 from service.api.errors import ApiError
 from service.api.turns import TurnRunner
+from service.coach.channel import coach_turn, start_quiz, thread_session
+from service.coach.coach import Coach, CoachError, check_topic
 from service.settings import Settings
 from service.slack.blocks import (
     SHOW_FORMULAS,
@@ -87,6 +89,7 @@ class SlackChannel:
         self.subcommands = Subcommands()
         self.subcommands.register("help", self._help)
         self.subcommands.register("quiz", self._quiz)
+        self.coach: Coach | None = None  # the interview coach (set by the app): `/vram quiz`, quiz threads
         self.app: AsyncApp | None = None
         self._handler: AsyncSlackRequestHandler | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -237,7 +240,32 @@ class SlackChannel:
         return text_payload(str(slack_section(language, "help").get("text", "")))
 
     async def _quiz(self, rest: str, language: str, body: dict[str, Any]) -> dict[str, Any]:
-        return text_payload(slack_text(language, "coach_unavailable"))
+        """`/vram quiz [topic]`: the coach's question is posted in the channel; answers in its thread are
+        graded there (`_coach_reply`)."""
+        if self.coach is None:
+            return text_payload(slack_text(language, "coach_unavailable"))
+        try:
+            topic = check_topic(rest.split()[0] if rest else None)
+        except CoachError as e:
+            near = f" ({', '.join(e.suggestions)}?)" if e.suggestions else ""
+            return text_payload(
+                slack_text(language, "coach_bad_topic", topic=rest, near=near, accepted=e.accepted)
+            )
+        task = asyncio.create_task(self._tracked(self._post_quiz(body, topic, language), "quiz"))
+        self._tasks.add(task)
+        return text_payload(slack_text(language, "coach_started"))
+
+    async def _post_quiz(self, body: dict[str, Any], topic: str | None, language: str) -> None:
+        assert self.coach is not None and self.app is not None
+        team, channel = body.get("team_id"), str(body.get("channel_id"))
+        session_id, question = await start_quiz(self.coach, topic, language)
+        response = await self.app.client.chat_postMessage(channel=channel, **text_payload(question))
+        await self.coach.store.link_thread(f"{team}:{channel}:{response['ts']}", session_id)
+
+    async def _coach_session(self, team_id: str | None, channel: str, thread_ts: str | None) -> str | None:
+        if self.coach is None or not thread_ts:
+            return None
+        return await thread_session(self.coach, f"{team_id}:{channel}:{thread_ts}")
 
     # ---- mentions, DMs, assistant threads --------------------------------------------------------------
     async def _on_mention(
@@ -264,8 +292,30 @@ class SlackChannel:
     async def _on_message(
         self, event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: Any
     ) -> None:
-        """Direct messages at the top of the DM (threaded ones reach `_on_assistant_message`)."""
-        if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
+        """Direct messages at the top of the DM (threaded ones reach `_on_assistant_message`); in a channel,
+        only the replies in a quiz thread (a mention there comes as `app_mention` too: answered there)."""
+        if event.get("bot_id") or event.get("subtype"):
+            return
+        if event.get("channel_type") != "im":
+            bot = context.get("bot_user_id")
+            if bot and f"<@{bot}>" in str(event.get("text") or ""):
+                return
+            team = body.get("team_id") or event.get("team")
+            if await self._coach_session(team, str(event["channel"]), event.get("thread_ts")) is None:
+                return
+            await self._tracked(
+                self._answer_in_thread(
+                    client,
+                    event_key=str(body.get("event_id") or f"{event['channel']}:{event['ts']}"),
+                    question=str(event.get("text") or "").strip(),
+                    channel=str(event["channel"]),
+                    thread_ts=str(event["thread_ts"]),
+                    conversation_key=f"{team}:{event['channel']}:{event['thread_ts']}",
+                    team_id=team,
+                    user_id=event.get("user"),
+                ),
+                f"quiz answer {body.get('event_id')}",
+            )
             return
         channel = str(event["channel"])
         team = body.get("team_id") or event.get("team")
@@ -318,6 +368,11 @@ class SlackChannel:
     ) -> None:
         if not await self.store.claim_event(event_key, question):  # the question, stored before anything runs
             log.info("Slack event %s was already received: not answered again", event_key)
+            return
+        session = await self._coach_session(team_id, channel, thread_ts)
+        if session is not None and self.coach is not None:  # a quiz thread: the answer is graded here
+            reply = await coach_turn(self.coach, session, question)
+            await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **text_payload(reply))
             return
         language = detect_language(question)
         if not question or self.subcommands.match(question) == ("help", ""):

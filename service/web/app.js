@@ -386,7 +386,7 @@
     const W = 860, X0 = 10, X1 = W - 10, BAR_Y = 34, BAR_H = 36;
     const total = est.per_gpu.total_bytes;
     const capacity = est.gpu.memory_bytes;
-    const usable = Math.floor(capacity * (1 - (est.safety_margin || 0)));
+    const usable = est.usable_bytes;
     const scaleMax = Math.max(total, capacity) * 1.04;
     const x = (bytes) => X0 + (bytes / scaleMax) * (X1 - X0);
     const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} 104`, role: "img", "aria-label": t("components") });

@@ -10,12 +10,13 @@ from tools import calibration as cal
 from tools.components.offload import OPTIMIZER_OFFLOADED_NOTE
 from tools.components.phased import PhasedComponent, cite, phased, same
 from tools.components.step import TrainStep
+from tools.notes import Note
 
 
-def gradients(ts: TrainStep, notes: list[str]) -> PhasedComponent | None:
+def gradients(ts: TrainStep, notes: list[Note]) -> PhasedComponent | None:
     """The gradients on this GPU (None under ZeRO-Offload: the partitions live in CPU RAM)."""
     lay, recipe, life = ts.lay, ts.recipe, ts.gradient_life
-    notes.append(f"gradients ({life.name.replace('_', ' ')}): {life.reason}")
+    notes.append(life.note)
     if lay.offload_optimizer:
         notes.append(OPTIMIZER_OFFLOADED_NOTE)
         return None

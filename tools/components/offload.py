@@ -12,17 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tools.components.local import LocalParams
+from tools.notes import Note, note
 
 if TYPE_CHECKING:
     from tools.resolve import ResolvedScenario
 
-OPTIMIZER_OFFLOADED_NOTE = (
-    "ZeRO-Offload: gradient partitions, fp32 master weights and optimizer states live in CPU RAM"
-)
+OPTIMIZER_OFFLOADED_NOTE = note("optimizer_offloaded")
 
 
-def params_offloaded_note(rs: ResolvedScenario) -> str:
-    return f"parameters offloaded to {rs.scenario.offload_params}: only gathered layers on the GPU"
+def params_offloaded_note(rs: ResolvedScenario) -> Note:
+    return note("params_offloaded", target=rs.scenario.offload_params)
 
 
 def running_layer_share(loc: LocalParams) -> float:

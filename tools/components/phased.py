@@ -7,7 +7,9 @@ each phase, with the formula, the substituted figures and the source. The footpr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from tools.notes import Note
 from tools.parallel import Stage
 from tools.result import Component
 
@@ -57,7 +59,7 @@ class ModelFootprint:
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
     gpu_role: str
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     stage: Stage | None = None
 
     def bytes_at(self, phase: str) -> int:
@@ -79,9 +81,11 @@ def same(phases: tuple[str, ...], value: int, formula: str, subst: str) -> At:
     return {ph: (value, formula, subst) for ph in phases}
 
 
+@lru_cache(maxsize=1024)
 def cite(*sources: str) -> str:
     """Join source strings naming each reference once ("ZeRO paper sec. 3.1" and "ZeRO (Rajbhandari
-    et al. 2020) sec. 3.1" are the same reference)."""
+    et al. 2020) sec. 3.1" are the same reference). Memoised: a pure function of a few dozen
+    constant source strings, called for every component of every estimate (the planner's too)."""
     out: list[str] = []
     for src in sources:
         for part in src.split("; "):
@@ -104,7 +108,7 @@ def footprint(
     phases: tuple[str, ...],
     parts: list[PhasedComponent | None],
     gpu_role: str,
-    notes: list[str],
+    notes: list[Note],
     stage: Stage,
 ) -> ModelFootprint:
     """A ModelFootprint of the components that hold bytes, in the order given."""

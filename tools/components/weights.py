@@ -16,12 +16,13 @@ from tools.components.offload import params_offloaded_note, running_layer_share
 from tools.components.phased import TRAIN_PHASES, PhasedComponent, cite, phased, same
 from tools.components.step import ModelStep, TrainStep
 from tools.lora import decoder_linears
+from tools.notes import Note, note
 from tools.quant import WeightFormat
 
 QUANT_METADATA_LABEL = "quantisation scales/absmax"
 
 
-def training_weights(ts: TrainStep, notes: list[str]) -> list[PhasedComponent | None]:
+def training_weights(ts: TrainStep, notes: list[Note]) -> list[PhasedComponent | None]:
     """The trained model's weights (+ quantisation metadata of a frozen quantised base)."""
     lay, recipe = ts.lay, ts.recipe
     if ts.adapters:
@@ -65,16 +66,13 @@ def training_weights(ts: TrainStep, notes: list[str]) -> list[PhasedComponent | 
     return [weights, metadata]
 
 
-def _base_and_adapters(ts: TrainStep, notes: list[str]) -> tuple[int, int, str, str, str]:
+def _base_and_adapters(ts: TrainStep, notes: list[Note]) -> tuple[int, int, str, str, str]:
     """(bytes, metadata bytes, formula, substituted, label) of a frozen base in its format + adapters."""
     fmt, recipe, loc = ts.fmt, ts.recipe, ts.loc
     other_bytes = fmt.compute_bytes
     if fmt.quantised and ts.rs.task in ("qlora", "lora") and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
         other_bytes = 4
-        notes.append(
-            "PEFT prepare_model_for_kbit_training casts the non-quantised parameters (embeddings, "
-            "LM head, norms) to fp32"
-        )
+        notes.append(note("peft_kbit_fp32_upcast"))
     base_w, meta = format_bytes(ts.model, fmt, loc, other_bytes)
     adapter_w = ts.trainable_local * recipe.weight_bytes
     data_rate = rates(fmt)[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tools.errors import ScenarioError
+from tools.notes import Note, note
 from tools.parallel import tp_fits_heads
 from tools.quant import QUANTISED_DTYPES
 from tools.resolution.defaults import MAX_TOKENS_PER_MICROBATCH
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from tools.scenario import Scenario
 
 
-def check_tensor_parallel(arch: Architecture, tp: int, notes: list[str]) -> None:
+def check_tensor_parallel(arch: Architecture, tp: int, notes: list[Note]) -> None:
     """TP splits the attention heads evenly and divides (or replicates) the KV heads (Megatron/vLLM)."""
     heads, kv = arch.num_attention_heads, arch.kv_heads
     if heads % tp:
@@ -38,13 +39,11 @@ def check_tensor_parallel(arch: Architecture, tp: int, notes: list[str]) -> None
             values={"tp": tp, "kv_heads": kv},
         )
     if tp > kv:
-        notes.append(
-            f"tp={tp} > {kv} KV heads: each KV head is replicated on {tp // kv} ranks (Megatron/vLLM)"
-        )
+        notes.append(note("kv_heads_replicated", tp=tp, kv_heads=kv, copies=tp // kv))
 
 
 def check_parallel(
-    arch: Architecture, pb: ParamBreakdown, *, tp: int, pp: int, ep: int, notes: list[str]
+    arch: Architecture, pb: ParamBreakdown, *, tp: int, pp: int, ep: int, notes: list[Note]
 ) -> None:
     """TP against the heads, PP against the layers, EP against the experts."""
     check_tensor_parallel(arch, tp, notes)

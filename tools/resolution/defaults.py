@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tools.notes import Note, note
 from tools.result import Assumption
 
 DEFAULT_GPU = "a100-80gb"
@@ -18,12 +19,12 @@ class Filled:
     def __init__(self) -> None:
         self.changes: dict[str, Any] = {}
         self.assumptions: list[Assumption] = []
-        self.notes: list[str] = []
+        self.notes: list[Note] = []
 
     def fill(self, name: str, value: Any, reason: str) -> Any:
         self.changes[name] = value
         self.assumptions.append(Assumption(field=name, value=value, reason=reason))
         return value
 
-    def note(self, text: str) -> None:
-        self.notes.append(text)
+    def note(self, code: str, /, **values: object) -> None:
+        self.notes.append(note(code, **values))

@@ -23,8 +23,7 @@ def recompute_strategy(sc: Scenario, task: str, f: Filled) -> str:
         recompute = sc.recompute
         if sc.gradient_checkpointing is not None and sc.gradient_checkpointing != (recompute == "full"):
             f.note(
-                f"gradient_checkpointing={sc.gradient_checkpointing} and recompute={recompute} disagree; "
-                f"recompute={recompute} is used"
+                "recompute_disagrees", gradient_checkpointing=sc.gradient_checkpointing, recompute=recompute
             )
         return recompute
     if sc.gradient_checkpointing is not None:
@@ -55,13 +54,7 @@ def attention_kernel(
     if kernel == "flash" and act_bytes == 4:
         if arch.kv_heads < arch.num_attention_heads and not arch.kv_lora_rank:
             kernel = "math"
-            f.note(
-                "fp32 activations with GQA: SDPA has no flash kernel for fp32 and the memory-efficient one "
-                "does not take enable_gqa, so it runs the math path (materialised scores)"
-            )
+            f.note("fp32_gqa_math_kernel")
         else:
-            f.note(
-                "fp32 activations: SDPA runs the memory-efficient kernel (no flash kernel for fp32; "
-                "same memory as flash: no score matrices)"
-            )
+            f.note("fp32_mem_efficient_kernel")
     return kernel

@@ -93,17 +93,14 @@ def parallel_layout(sc: Scenario, ref: ModelRef, training: bool, f: Filled) -> P
     check_gpu_split(num_gpus, tp=tp, pp=pp, cp=cp)
     dp = num_gpus // model_parallel
     if ep > 1 and dp * tp % ep:
-        f.note(f"ep={ep} does not divide the data-parallel x tensor-parallel ranks ({dp * tp})")
+        f.note("ep_does_not_divide", ep=ep, ranks=dp * tp)
     check_training_states(sc, training)
     zero = sc.zero_stage or 0
     offload_opt = sc.offload_optimizer not in (None, "none")
     offload_params = sc.offload_params not in (None, "none")
     check_param_offload(offload_params, zero, training)
     if offload_params and not training:
-        f.note(
-            "offload_params for inference (accelerate device_map / cpu_offload): weights stay in CPU RAM and each "
-            "layer is copied to the GPU when it runs; expect a large slowdown (every token streams all weights over PCIe)"
-        )
+        f.note("inference_params_offload")
     if offload_opt and zero == 0:
         zero = f.fill(
             "zero_stage", 2, "optimizer offload (ZeRO-Offload) runs on ZeRO stage 1-3; stage 2 assumed"
@@ -119,7 +116,7 @@ def pipeline_layout(sc: Scenario, par: Parallel, f: Filled) -> Layout:
         if sc.pp_microbatches is None:
             f.fill("pp_microbatches", microbatches, "at least p micro-batches so the 1F1B pipeline fills")
     if sc.sequence_parallel and par.tp == 1:
-        f.note("sequence_parallel only splits activations across TP ranks; with tp=1 it has no effect")
+        f.note("sequence_parallel_without_tp")
     return Layout(
         num_gpus=par.num_gpus,
         tp=par.tp,

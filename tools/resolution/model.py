@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tools.architecture import Architecture, ParamBreakdown
 from tools.errors import ScenarioError
+from tools.notes import Note, note
 from tools.result import Assumption
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def resolve_model_ref(
 ) -> tuple[ModelRef, list[Assumption], list[str]]:
     """The model a scenario names (catalog id, bare size, explicit architecture or a parameter count)."""
     assumptions: list[Assumption] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     if architecture is not None:
         ref = ModelRef(
             model or "custom", model or "custom architecture", architecture, _breakdown(architecture)
@@ -94,8 +95,12 @@ def resolve_model_ref(
         )
     if params and ref.params.total and abs(params - ref.params.total) / ref.params.total > 0.02:
         notes.append(
-            f"params={params:,} differs from {ref.name}'s architecture ({ref.params.total:,}); "
-            "the architecture's exact count is used"
+            note(
+                "params_differ_from_architecture",
+                params=params,
+                model=ref.name,
+                architecture_params=ref.params.total,
+            )
         )
     return ref, assumptions, notes
 

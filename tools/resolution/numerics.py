@@ -67,12 +67,9 @@ def weight_storage(
     weight_dtype = default_weight_dtype(sc, task, ref, gpu, f)
     check_weight_dtype(task, weight_dtype)
     if "fp8" in (weight_dtype, sc.kv_dtype) and not gpu.fp8:
-        f.note(
-            f"{gpu.name} has no FP8 tensor cores: FP8 is stored as counted but dequantised on the fly "
-            "(weight-only, e.g. vLLM Marlin), with no FP8 compute speed-up"
-        )
+        f.note("no_fp8_tensor_cores", gpu=gpu.name)
     if weight_dtype == "bf16" and not gpu.bf16:
-        f.note(f"{gpu.name} has no native bf16 support; fp16 is the usual choice (same bytes)")
+        f.note("no_native_bf16", gpu=gpu.name)
     quant_method = default_quant_method(sc, task, weight_dtype, f)
     check_quant_method(weight_dtype, quant_method)
     bnb4 = weight_dtype == "nf4" or (weight_dtype == "int4" and quant_method == "bnb")
@@ -114,7 +111,7 @@ def training_rules(
     if task == "inference":
         for name in ("optimizer", "precision_recipe"):
             if getattr(sc, name) is not None:
-                f.note(f"{name} has no effect on inference (no optimizer step, weights as stored)")
+                f.note("no_effect_on_inference", field=name)
         return None, None
     rname = default_recipe(sc, task, weight_dtype, f)
     oname = sc.optimizer or f.fill(
@@ -127,17 +124,11 @@ def training_rules(
         raise ScenarioError("optimizer", f"unknown optimizer '{oname}'", accepted=", ".join(OPTIMIZER_NAMES))
     optimizer = OPTIMIZERS[oname]
     if optimizer.paged:
-        f.note(
-            "paged optimizer: states live in CUDA unified memory and are paged to CPU RAM under "
-            "memory pressure instead of failing; they are counted as resident on the GPU here"
-        )
+        f.note("paged_optimizer")
     if (
         task in ("full_finetune", "pretrain", "freeze")
         and rname in ("amp", "fp32")
         and weight_dtype != "fp32"
     ) and sc.weight_dtype is not None:
-        f.note(
-            f"precision_recipe={rname} keeps fp32 weights: weight_dtype={weight_dtype} names the "
-            "autocast dtype, weights are counted at 4 B"
-        )
+        f.note("recipe_keeps_fp32_weights", recipe=rname, weight_dtype=weight_dtype)
     return RECIPES[rname], optimizer

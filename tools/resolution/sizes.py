@@ -31,9 +31,6 @@ def sizes(sc: Scenario, arch: Architecture, training: bool, f: Filled) -> tuple[
         )
     check_tokens(batch, seq)
     if seq > arch.max_position_embeddings:
-        f.note(
-            f"seq_len {seq:,} exceeds the model's max_position_embeddings ({arch.max_position_embeddings:,}): "
-            "quality may degrade without RoPE scaling; memory is estimated as asked"
-        )
+        f.note("seq_beyond_context", seq_len=seq, max_position_embeddings=arch.max_position_embeddings)
     check_max_new_tokens(sc.max_new_tokens, seq)
     return batch, seq

@@ -14,14 +14,12 @@ from tools.lora import freeze_trainable, full_trainable, linear_names, lora_trai
 from tools.optimizers import TrainableSpec
 from tools.resolution.checks import check_fine_tuning_settings, check_trainable_layers
 from tools.resolution.defaults import Filled
+from tools.scenario import ADAPTER_TASKS, RL_TASKS
 
 if TYPE_CHECKING:
     from tools.architecture import Architecture, ParamBreakdown
     from tools.scenario import Scenario
 
-TRAINING_TASKS = ("full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo")
-RL_TASKS = ("ppo", "grpo", "dpo")
-ADAPTER_TASKS = ("lora", "qlora")
 PEFT_DEFAULT_TARGETS: dict[str, list[str]] = {  # peft/utils/constants.py (by HF module naming)
     "llama": ["q_proj", "v_proj"],
     "mixtral": ["q_proj", "v_proj"],

@@ -110,6 +110,8 @@ def _bytes_view(n: int) -> dict[str, Any]:
 
 def estimate_view(est: Estimate) -> dict[str, Any]:
     """The Estimate as compact JSON: every figure as exact bytes and as the GiB text to quote."""
+    from service.agent.render import accuracy_text, no_effect_text, note_text
+
     components = []
     for c in est.components:
         item: dict[str, Any] = {
@@ -162,7 +164,8 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
         ],
         "assumptions": [{"field": a.field, "value": a.value, "reason": a.reason} for a in est.assumptions],
         "no_effect": [
-            {"field": n.field, "value": n.value, "explanation": n.explanation} for n in est.no_effect
+            {"field": n.field, "value": n.value, "explanation": no_effect_text(n, "en")}
+            for n in est.no_effect
         ],
     }
     if est.per_gpu.gpu_role:
@@ -170,9 +173,9 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
     if est.gpu.alias_note:
         view["gpu"]["alias_note"] = est.gpu.alias_note
     if est.notes:
-        view["notes"] = est.notes
-    if est.accuracy_note:
-        view["accuracy_note"] = est.accuracy_note
+        view["notes"] = [note_text(n, "en") for n in est.notes]
+    if est.accuracy is not None:
+        view["accuracy_note"] = accuracy_text(est.accuracy, "en")
     if est.serving is not None:
         sv = est.serving
         view["serving"] = {

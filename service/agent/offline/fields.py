@@ -14,6 +14,7 @@ from typing import Any
 from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import float_value, plain_int, token_count
 from tools.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
+from tools.scenario import RL_TASKS
 
 Fields = dict[str, Any]
 Extractor = Callable[[str], Fields]
@@ -49,7 +50,6 @@ FULL_MENTION = re.compile(
     rf"{L}full{SEP}(?:parameter|param|fine|finetun|sft|train|ft{R})|全参|全量|全部参数|{L}fft{R}"
 )
 LORA_MENTION = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
-RL_TASKS = frozenset({"ppo", "grpo", "dpo"})
 # RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
 RL_LORA_DEFAULT_RANK = 8  # PEFT LoraConfig default r=8
 

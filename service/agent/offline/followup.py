@@ -12,10 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.agent.offline.parser import ParsedQuestion
-from tools.scenario import Scenario
-
-TRAINING_TASKS = frozenset({"full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"})
-ADAPTER_TASKS = frozenset({"lora", "qlora"})
+from tools.scenario import ADAPTER_TASKS, TRAINING_TASKS, Scenario
 
 
 @dataclass(frozen=True)

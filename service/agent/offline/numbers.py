@@ -114,3 +114,113 @@ def size_label(n_params: int) -> str:
     value = n_params / 10**6
     text = f"{value:.1f}".rstrip("0").rstrip(".")
     return f"{text}M"
+
+
+# --- written-out numbers in free-text answers ("one hundred twelve", "一百一十二", "十三点五") --------------
+
+_EN_UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}  # fmt: skip
+_EN_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "ninety": 90,
+}  # fmt: skip
+_EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6}
+EN_NUMBER_WORD = "|".join(sorted([*_EN_UNITS, *_EN_TENS, *_EN_SCALES, "point"], key=len, reverse=True))
+_EN_NUMBER_RUN = re.compile(
+    rf"(?<![a-z])(?:a hundred|{'|'.join([*_EN_UNITS, *_EN_TENS])})(?:[\s-]+(?:and\s+)?(?:{EN_NUMBER_WORD}))*(?![a-z])"
+)
+
+
+def en_number(text: str) -> float | None:
+    """'one hundred twelve' -> 112, 'a hundred and four' -> 104, 'thirteen point five' -> 13.5,
+    'twenty-six' -> 26; None when the words are not a number."""
+    words = [w for w in re.split(r"[\s-]+", text.strip().lower()) if w and w != "and"]
+    if words and words[0] == "a":
+        words[0] = "one"
+    if not words:
+        return None
+    decimals = ""
+    if "point" in words:
+        i = words.index("point")
+        tail = words[i + 1 :]
+        if not tail or any(w not in _EN_UNITS or _EN_UNITS[w] > 9 for w in tail):
+            return None
+        decimals = "".join(str(_EN_UNITS[w]) for w in tail)
+        words = words[:i]
+    total, current = 0, 0
+    for w in words:
+        if w in _EN_UNITS:
+            current += _EN_UNITS[w]
+        elif w in _EN_TENS:
+            current += _EN_TENS[w]
+        elif w == "hundred":
+            current = max(current, 1) * 100
+        elif w in _EN_SCALES:
+            total += max(current, 1) * _EN_SCALES[w]
+            current = 0
+        else:
+            return None
+    whole = total + current
+    return float(f"{whole}.{decimals}") if decimals else float(whole)
+
+
+def replace_en_numbers(text: str) -> str:
+    """Every run of English number words in `text` (lower-case) written as digits."""
+
+    def sub(m: re.Match[str]) -> str:
+        value = en_number(m.group(0))
+        if value is None:
+            return m.group(0)
+        return f"{value:g}" if value != int(value) else str(int(value))
+
+    return _EN_NUMBER_RUN.sub(sub, text)
+
+
+_ZH_SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
+ZH_NUMBER_CHARS = "零〇一二两三四五六七八九十百千万点"
+_ZH_NUMBER_RUN = re.compile(rf"[{ZH_NUMBER_CHARS}]+")
+
+
+def zh_number(text: str) -> float | None:
+    """'一百一十二' -> 112, '十三点五' -> 13.5, '一千零二十四' -> 1024, '两万' -> 20000, '三' -> 3."""
+    text = text.strip()
+    if not text or any(ch not in ZH_NUMBER_CHARS for ch in text):
+        return None
+    whole, _, frac = text.partition("点")
+    decimals = ""
+    if frac:
+        if any(ch not in _ZH_DIGITS for ch in frac):
+            return None
+        decimals = "".join(str(_ZH_DIGITS[ch]) for ch in frac)
+    total, section, digit = 0, 0, None
+    for ch in whole:
+        if ch in _ZH_DIGITS:
+            digit = _ZH_DIGITS[ch]
+        elif ch in _ZH_SMALL_UNITS:
+            section += (1 if digit is None else digit) * _ZH_SMALL_UNITS[ch]
+            digit = None
+        elif ch == "万":
+            total += (section + (digit or 0)) * 10_000
+            section, digit = 0, None
+        else:
+            return None
+    value = total + section + (digit or 0)
+    if not whole:
+        return None
+    return float(f"{value}.{decimals}") if decimals else float(value)
+
+
+def replace_zh_numbers(text: str) -> str:
+    """Every run of Chinese numerals in `text` written as digits ('一百一十二GB' -> '112GB')."""
+
+    def sub(m: re.Match[str]) -> str:
+        run = m.group(0)
+        value = zh_number(run)
+        if value is None:
+            return run
+        return f"{value:g}" if value != int(value) else str(int(value))
+
+    return _ZH_NUMBER_RUN.sub(sub, text)

@@ -1,0 +1,90 @@
+"""The interview coach over HTTP (docs/reference.md, "HTTP"): topics, the next question of a
+session, grading a free-text answer, a session's record. A thin adapter over service/coach/coach.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.api.errors import ApiError
+from service.api.schemas import ERROR_RESPONSES
+from service.coach.coach import AnswerOut, Coach, CoachError, QuestionOut, SessionOut, Topic
+
+router = APIRouter(tags=["coach"])
+
+
+def get_coach(request: Request) -> Coach:
+    return request.app.state.coach
+
+
+CoachDep = Annotated[Coach, Depends(get_coach)]
+
+
+class QuestionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    language: Literal["en", "zh"] = "en"
+    topic: str | None = Field(
+        default=None, description="a topic id from GET /v1/coach/topics; none = adaptive"
+    )
+    difficulty: int | None = Field(default=None, description="1-3; none = the session's current level")
+    session_id: str | None = Field(default=None, description="continue this session; none = a new one")
+
+
+class AnswerRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    question_id: str
+    answer: str = Field(description='free text in English or Chinese ("about 112 GB", "放不下", "hint")')
+
+
+def _api_error(err: CoachError) -> ApiError:
+    return ApiError(
+        err.status_code, err.message, field=err.field, accepted=err.accepted, suggestions=err.suggestions
+    )
+
+
+@router.get("/v1/coach/topics", summary="The coach's topics in a language", response_model=list[Topic])
+async def coach_topics(language: Annotated[Literal["en", "zh"], Query()] = "en") -> list[Topic]:
+    return Coach.topics(language)
+
+
+@router.post(
+    "/v1/coach/questions",
+    summary="The next question of a coach session (a new session without session_id)",
+    response_model=QuestionOut,
+    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+)
+async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
+    try:
+        return await coach.ask(body.language, body.topic, body.difficulty, body.session_id)
+    except CoachError as err:
+        raise _api_error(err) from None
+
+
+@router.post(
+    "/v1/coach/answers",
+    summary="Grade a free-text answer against the estimator ('hint' / '提示' asks for a hint)",
+    response_model=AnswerOut,
+    responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
+)
+async def coach_answer(body: AnswerRequest, coach: CoachDep) -> AnswerOut:
+    try:
+        return await coach.answer(body.session_id, body.question_id, body.answer)
+    except CoachError as err:
+        raise _api_error(err) from None
+
+
+@router.get(
+    "/v1/coach/sessions/{session_id}",
+    summary="A coach session: its questions, answers, grades and the score by topic",
+    response_model=SessionOut,
+)
+async def coach_session(session_id: str, coach: CoachDep) -> SessionOut:
+    try:
+        return await coach.session(session_id)
+    except CoachError as err:
+        raise _api_error(err) from None

@@ -1,0 +1,1 @@
+"""The interview coach: questions generated from the estimator, free-text answers graded against it."""

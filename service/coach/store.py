@@ -1,0 +1,235 @@
+"""Coach sessions in the database (the same URL as the conversation store, tables of their own).
+
+A session keeps its language, current difficulty and every question with its stated scenario,
+quantity, expected figure, the answer, the grade and the hints asked, so a restarted service (or
+`vramwise quiz --session ID`) continues it with its history and score. SQLAlchemy Core over SQLite
+or PostgreSQL; the tables are created on open.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+metadata = MetaData()
+SCHEMA_LOCK_KEY = 0x56524143  # pg_advisory_xact_lock key ("VRAC") serialising the coach tables' creation
+SCHEMA_ATTEMPTS = 3
+
+sessions = Table(
+    "coach_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("language", String(8), nullable=False),
+    Column("topic", String(40), nullable=True),  # a session held to one topic, or None
+    Column("difficulty", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+questions = Table(
+    "coach_questions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("session_id", String(64), ForeignKey("coach_sessions.id", ondelete="CASCADE"), index=True),
+    Column("position", Integer, nullable=False),
+    Column("topic", String(40), nullable=False),
+    Column("difficulty", Integer, nullable=False),
+    Column("language", String(8), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("quantity", String(120), nullable=False),
+    Column("spec", JSON, nullable=False),  # QuestionSpec fields (scenario, ask, answer_in, facts)
+    Column("expected", JSON, nullable=False),
+    Column("hints", Integer, nullable=False, default=0),
+    Column("answer", Text, nullable=True),
+    Column("given", JSON, nullable=True),
+    Column("correct", Boolean, nullable=True),
+    Column("error_pct", Float, nullable=True),
+    Column("explanation", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("answered_at", DateTime(timezone=True), nullable=True),
+)
+
+# a chat thread (Slack "team:channel:thread_ts") where a quiz was posted -> its session
+threads = Table(
+    "coach_threads",
+    metadata,
+    Column("key", String(200), primary_key=True),
+    Column("session_id", String(64), ForeignKey("coach_sessions.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _engine(url: str) -> AsyncEngine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        return create_async_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    if parsed.get_backend_name() == "sqlite":
+        return create_async_engine(url, connect_args={"timeout": 30})
+    return create_async_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2)
+
+
+def _row(r: Any) -> dict[str, Any]:
+    d = dict(r._mapping)
+    for k in ("spec", "expected", "given"):
+        if isinstance(d.get(k), str):  # some drivers hand JSON back as text
+            d[k] = json.loads(d[k])
+    return d
+
+
+class CoachStore:
+    """Sessions and questions; `open()` creates the tables, `close()` releases the engine."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self._engine: AsyncEngine | None = None
+
+    async def open(self) -> None:
+        """Create the tables if missing, safe when several replicas start at once: on PostgreSQL under
+        an advisory lock held until commit (the next replica then finds the tables); elsewhere a race
+        lost to another process is retried."""
+        self._engine = _engine(self.database_url)
+        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+            try:
+                async with self._engine.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        await conn.execute(
+                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
+                        )
+                    await conn.run_sync(metadata.create_all)
+                return
+            except DBAPIError:
+                if attempt == SCHEMA_ATTEMPTS:
+                    raise
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            await self._engine.dispose()
+        self._engine = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        if self._engine is None:
+            raise RuntimeError("coach store is not open")
+        return self._engine
+
+    async def create_session(
+        self, session_id: str, language: str, topic: str | None, difficulty: int
+    ) -> None:
+        now = _now()
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                insert(sessions).values(
+                    id=session_id,
+                    language=language,
+                    topic=topic,
+                    difficulty=difficulty,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+
+    async def get_session(self, session_id: str) -> dict[str, Any] | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+            if row is None:
+                return None
+            qs = await conn.execute(
+                select(questions).where(questions.c.session_id == session_id).order_by(questions.c.position)
+            )
+            data = _row(row)
+            data["questions"] = [_row(q) for q in qs]
+            return data
+
+    async def add_question(self, session_id: str, **values: Any) -> None:
+        now = _now()
+        async with self.engine.begin() as conn:
+            position = (
+                await conn.execute(
+                    select(func.count()).select_from(questions).where(questions.c.session_id == session_id)
+                )
+            ).scalar_one()
+            await conn.execute(
+                insert(questions).values(
+                    session_id=session_id, position=position, created_at=now, hints=0, **values
+                )
+            )
+            await conn.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=now))
+
+    async def link_thread(self, key: str, session_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(insert(threads).values(key=key, session_id=session_id, created_at=_now()))
+
+    async def session_for_thread(self, key: str) -> str | None:
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(threads.c.session_id).where(threads.c.key == key))).first()
+            return None if row is None else str(row[0])
+
+    async def add_hint(self, question_id: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                update(questions).where(questions.c.id == question_id).values(hints=questions.c.hints + 1)
+            )
+
+    async def record_answer(
+        self,
+        session_id: str,
+        question_id: str,
+        *,
+        answer: str,
+        given: dict[str, Any] | None,
+        correct: bool,
+        error_pct: float | None,
+        explanation: str,
+        difficulty: int,
+    ) -> bool:
+        """Store the grade; False when the question was already graded (a second answer is refused)."""
+        now = _now()
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(questions)
+                .where(questions.c.id == question_id, questions.c.correct.is_(None))
+                .values(
+                    answer=answer,
+                    given=given,
+                    correct=correct,
+                    error_pct=error_pct,
+                    explanation=explanation,
+                    answered_at=now,
+                )
+            )
+            if result.rowcount != 1:
+                return False
+            await conn.execute(
+                update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(difficulty=difficulty, updated_at=now)
+            )
+            return True
