@@ -11,6 +11,7 @@ answer-length benchmark (benchmarks/answer_length.py) read this one list.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 Case = tuple[str, dict[str, Any], str | None]
@@ -1606,7 +1607,24 @@ def _kv_cases() -> list[Case]:
     return out
 
 
+_ENGINE_WORDS = (("vllm", "vllm"), ("sglang", "sglang"), ("ollama", "ollama"), ("llama.cpp", "llama.cpp"))
+
+
+def _with_engine(case: Case) -> Case:
+    """The serving engine the question names is a stated field too (vLLM, SGLang, ollama, llama.cpp/GGUF)."""
+    question, fields, asks = case
+    low = question.lower()
+    engine = next((e for word, e in _ENGINE_WORDS if word in low), None)
+    if engine is None and re.search(r"(?<![a-z0-9.])gguf", low):
+        engine = "llama.cpp"
+    return (question, {**fields, "engine": engine} if engine else fields, asks)
+
+
 def _estimates() -> list[Case]:
+    return [_with_engine(c) for c in _all_cases()]
+
+
+def _all_cases() -> list[Case]:
     return [
         *_count_cases(),
         *_NEGATIONS,

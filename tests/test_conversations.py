@@ -129,6 +129,7 @@ CONVERSATIONS: list[list[Turn]] = [
                 "num_gpus": 1,
                 "quant_method": "awq",
                 "weight_dtype": "int4",
+                "engine": "vllm",
             },
         ),
         ("same but 16k context", {"seq_len": 16384}),

@@ -24,7 +24,7 @@ EN_ESTIMATE: list[tuple[str, dict[str, Any]]] = [
     ('How much VRAM to full fine-tune Llama-2-7B on one A100?', {'task': 'full_finetune', 'model': 'llama-2-7b', 'gpu': 'a100', 'num_gpus': 1}),
     ('Can I run llama3 70b inference on 2x H100 80GB with int4?', {'task': 'inference', 'weight_dtype': 'int4', 'model': 'llama-3-70b', 'gpu': 'h100-80gb', 'num_gpus': 2}),
     ('QLoRA a 7B model on a free Colab T4?', {'task': 'qlora', 'model': '7B', 'gpu': 't4'}),
-    ('Mixtral 8x7B serving with vLLM on 4x A100 40GB, 128k context', {'task': 'inference', 'seq_len': 131072, 'model': 'mixtral-8x7b', 'gpu': 'a100-40gb', 'num_gpus': 4}),
+    ('Mixtral 8x7B serving with vLLM on 4x A100 40GB, 128k context', {'engine': 'vllm', 'task': 'inference', 'seq_len': 131072, 'model': 'mixtral-8x7b', 'gpu': 'a100-40gb', 'num_gpus': 4}),
     ('8x7B inference fp16 on 8 A100s', {'task': 'inference', 'weight_dtype': 'fp16', 'model': 'mixtral-8x7b', 'gpu': 'a100', 'num_gpus': 8}),
     ('DPO Llama-3-8B, bs=4, seq len 4096, gradient checkpointing, flash attention, 2 x A100', {'task': 'dpo', 'batch_size': 4, 'seq_len': 4096, 'gradient_checkpointing': True, 'attention': 'flash', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 2}),
     ('GRPO qwen2.5-7b 8 generations per prompt on 8 H100, zero stage 3', {'task': 'grpo', 'num_generations': 8, 'zero_stage': 3, 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 8}),
@@ -36,7 +36,7 @@ EN_ESTIMATE: list[tuple[str, dict[str, Any]]] = [
     ('pretrain a 1.5B model from scratch on 8 A100 80GB, batch size 16, sequence length 2048, bf16', {'task': 'pretrain', 'weight_dtype': 'bf16', 'batch_size': 16, 'seq_len': 2048, 'model': '1.5B', 'gpu': 'a100-80gb', 'num_gpus': 8}),
     ('Full fine-tuning Mistral 7B with DeepSpeed ZeRO-2 on 4 A100 40GB, micro batch 4, 4k context', {'task': 'full_finetune', 'batch_size': 4, 'seq_len': 4096, 'zero_stage': 2, 'model': 'mistral-7b', 'gpu': 'a100-40gb', 'num_gpus': 4}),
     ('How much memory does Llama 3.1 8B need for inference at 128k context?', {'task': 'inference', 'seq_len': 131072, 'model': 'llama-3.1-8b'}),
-    ('serve Llama-3-70B on 2x H100 with vLLM, gpu_memory_utilization 0.9, 32 concurrent users, 8k context', {'task': 'inference', 'batch_size': 32, 'seq_len': 8192, 'gpu_memory_utilization': 0.9, 'model': 'llama-3-70b', 'gpu': 'h100', 'num_gpus': 2}),
+    ('serve Llama-3-70B on 2x H100 with vLLM, gpu_memory_utilization 0.9, 32 concurrent users, 8k context', {'engine': 'vllm', 'task': 'inference', 'batch_size': 32, 'seq_len': 8192, 'gpu_memory_utilization': 0.9, 'model': 'llama-3-70b', 'gpu': 'h100', 'num_gpus': 2}),
     ('Can I QLoRA Llama-2-70B on a single A100 80GB with batch 1 and 2048 tokens?', {'task': 'qlora', 'batch_size': 1, 'seq_len': 2048, 'model': 'llama-2-70b', 'gpu': 'a100-80gb', 'num_gpus': 1}),
     ('Gemma 2 9B LoRA with 8-bit adam and gradient checkpointing on a 3090', {'task': 'lora', 'optimizer': 'adamw_8bit', 'gradient_checkpointing': True, 'model': 'gemma-2-9b', 'gpu': '3090', 'num_gpus': 1}),
     ('phi-3-mini inference on a T4 in fp16', {'task': 'inference', 'weight_dtype': 'fp16', 'model': 'phi-3-mini', 'gpu': 't4', 'num_gpus': 1}),
@@ -267,8 +267,9 @@ def test_mentions_resolve_in_catalog() -> None:
 
     not_in_catalog = {"2080"}  # answered with near names (see test_offline_answers)
     for question, expected in EN_ESTIMATE + ZH_ESTIMATE:
-        if "model" in expected:
-            assert resolve_model(expected["model"]).spec is not None, question
+        if "model" in expected:  # a catalog model, or a bare size built to its exact count
+            resolved = resolve_model(expected["model"])
+            assert resolved.spec is not None or "exactly" in (resolved.assumed or ""), question
         if expected.get("gpu") in not_in_catalog:
             with pytest.raises(ScenarioError) as err:
                 find_gpu(expected["gpu"])
@@ -386,13 +387,13 @@ EN_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('Llama-3-70B inference on 80GB', {'task': 'inference', 'model': 'llama-3-70b', 'gpu': 'a100-80gb'}, ['gpu']),
     ('12GB card, Qwen2.5-7B QLoRA?', {'task': 'qlora', 'model': 'qwen2.5-7b', 'gpu': 'rtx-3060'}, ['gpu']),
     ('Mixtral 8x7B int4 on a single 4090?', {'weight_dtype': 'int4', 'model': 'mixtral-8x7b', 'gpu': '4090', 'num_gpus': 1}, []),
-    ('ollama run llama3:70b on 2x 3090', {'task': 'inference', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 2, 'weight_dtype': 'q4_k_m'}, ['weight_dtype']),
-    ('Can a Mac M2 with 32GB run 70B?', {'task': 'inference', 'model': '70B', 'gpu': 'rtx-5090'}, ['gpu']),
+    ('ollama run llama3:70b on 2x 3090', {'engine': 'ollama', 'task': 'inference', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 2, 'weight_dtype': 'q4_k_m'}, ['weight_dtype']),
+    ('Can a Mac M2 with 32GB run 70B?', {'task': 'inference', 'model': '70B', 'gpu': 'apple-32gb'}, ['gpu']),
     ('ZeRO-3 full fine-tune of Llama-2-13B on 8 A100, how much memory?', {'task': 'full_finetune', 'zero_stage': 3, 'model': 'llama-2-13b', 'gpu': 'a100', 'num_gpus': 8}, []),
     ('Can I QLoRA Llama-3-8B on a 4090 with nf4?', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
     ('Does flash attention help Llama-3-8B on a 4090?', {'attention': 'flash', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
-    ('llama.cpp Q4_K_M llama-3-70b on a 3090 with 64GB RAM', {'weight_dtype': 'q4_k_m', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 1}, []),
-    ('How much VRAM does Qwen2.5-7B need for GRPO with vLLM on 4 H100?', {'task': 'grpo', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 4}, []),
+    ('llama.cpp Q4_K_M llama-3-70b on a 3090 with 64GB RAM', {'engine': 'llama.cpp', 'weight_dtype': 'q4_k_m', 'model': 'llama-3-70b', 'gpu': '3090', 'num_gpus': 1}, []),
+    ('How much VRAM does Qwen2.5-7B need for GRPO with vLLM on 4 H100?', {'engine': 'vllm', 'task': 'grpo', 'model': 'qwen2.5-7b', 'gpu': 'h100', 'num_gpus': 4}, []),
     ('fine-tune mistral 7b with lora rank 16 on a 3060 12gb, batch size 1, max_seq_length 512', {'task': 'lora', 'lora_rank': 16, 'batch_size': 1, 'seq_len': 512, 'model': 'mistral-7b', 'gpu': '3060-12gb', 'num_gpus': 1}, []),
     ('Deploy Llama-3.1-405B FP8 on 8 H100, how many GPUs do I need?', {'task': 'inference', 'weight_dtype': 'fp8', 'model': 'llama-3.1-405b', 'gpu': 'h100', 'num_gpus': 8}, []),
     ('Gemma 2 27B serving on 2 L4 in int8', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'gemma-2-27b', 'gpu': 'l4', 'num_gpus': 2}, []),
@@ -401,12 +402,12 @@ EN_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('Will a 3090 handle llama-2-13b inference in 8bit?', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'llama-2-13b', 'gpu': '3090', 'num_gpus': 1}, []),
     ('DeepSeek-V2-Lite inference bf16 on 1 A100 80G, 32 concurrent requests', {'task': 'inference', 'weight_dtype': 'bf16', 'batch_size': 32, 'model': 'deepseek-v2-lite', 'gpu': 'a100-80gb', 'num_gpus': 1}, []),
     ('SFT Qwen2.5-14B with ZeRO-2 offload, 4x 4090, bs 1, 2048 tokens', {'task': 'full_finetune', 'batch_size': 1, 'seq_len': 2048, 'zero_stage': 2, 'offload_optimizer': 'cpu', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 4}, []),
-    ('ollama run deepseek-r1:32b on a 4090', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['model', 'weight_dtype']),
+    ('ollama run deepseek-r1:32b on a 4090', {'engine': 'ollama', 'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['model', 'weight_dtype']),
     ('Why does Qwen3-30B-A3B not fit on a 4090?', {'model': 'qwen3-30b-a3b', 'gpu': '4090', 'num_gpus': 1}, []),
     ('Llama-3-8B full fine-tune, mixed precision with fp32 master weights, 8 A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
 ]
 ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
-    ('一张24G的4090能推理Qwen2.5-14B吗，用nf4量化', {'task': 'inference', 'weight_dtype': 'nf4', 'model': 'qwen2.5-14b', 'gpu': '4090-24gb', 'num_gpus': 1}, []),
+    ('一张24G的4090能推理Qwen2.5-14B吗，用nf4量化', {'task': 'inference', 'weight_dtype': 'nf4', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 1}, []),
     ('Qwen2.5-7B 全参微调 amp混合精度 单卡A100', {'task': 'full_finetune', 'precision_recipe': 'amp', 'model': 'qwen2.5-7b', 'gpu': 'a100', 'num_gpus': 1}, []),
     ('Llama-3-8B 全参微调，混合精度，fp32 主权重，8卡A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
     ('Llama-3-8B 全参微调 纯bf16 单卡H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'bf16', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
@@ -414,8 +415,8 @@ ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('我只有16G显存能跑Qwen2.5-7B推理吗', {'task': 'inference', 'model': 'qwen2.5-7b', 'gpu': 'rtx-4060-ti'}, ['gpu']),
     ('48G显存能LoRA微调Qwen2.5-32B吗', {'task': 'lora', 'model': 'qwen2.5-32b', 'gpu': 'rtx-a6000'}, ['gpu']),
     ('用LLaMA-Factory在单卡A800上全参微调Qwen2.5-7B，cutoff_len 4096, per_device_train_batch_size 2，开deepspeed zero3', {'task': 'full_finetune', 'batch_size': 2, 'seq_len': 4096, 'zero_stage': 3, 'model': 'qwen2.5-7b', 'gpu': 'a800', 'num_gpus': 1}, []),
-    ('vllm部署Qwen2.5-32B-Instruct-AWQ 需要多大显存', {'task': 'inference', 'quant_method': 'awq', 'weight_dtype': 'int4', 'model': 'qwen2.5-32b'}, []),
-    ('Qwen2.5-72B-Instruct-GPTQ-Int4 用vllm部署在两张A100 40G上，max_model_len 8192', {'task': 'inference', 'quant_method': 'gptq', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'qwen2.5-72b', 'gpu': 'a100-40gb', 'num_gpus': 2}, []),
+    ('vllm部署Qwen2.5-32B-Instruct-AWQ 需要多大显存', {'engine': 'vllm', 'task': 'inference', 'quant_method': 'awq', 'weight_dtype': 'int4', 'model': 'qwen2.5-32b'}, []),
+    ('Qwen2.5-72B-Instruct-GPTQ-Int4 用vllm部署在两张A100 40G上，max_model_len 8192', {'engine': 'vllm', 'task': 'inference', 'quant_method': 'gptq', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'qwen2.5-72b', 'gpu': 'a100-40gb', 'num_gpus': 2}, []),
     ('DeepSeek-R1-Distill-Qwen-32B 单卡4090能跑吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1}, ['model']),
     ('用 unsloth 在 colab 免费T4上微调 llama-3.1-8b，4bit', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'llama-3.1-8b', 'gpu': 't4'}, ['task']),
     ('ChatGLM3-6B P-Tuning 单卡 3060 12G', {'model': 'chatglm3-6b', 'gpu': '3060-12gb', 'num_gpus': 1, 'task': 'lora'}, ['task']),
@@ -430,8 +431,8 @@ ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('Qwen2.5-0.5B 预训练 单卡 4090 batch 32 上下文 1024', {'task': 'pretrain', 'batch_size': 32, 'seq_len': 1024, 'model': 'qwen2.5-0.5b', 'gpu': '4090', 'num_gpus': 1}, []),
     ('A10 24G 部署 qwen2.5-7b-instruct 需要量化吗', {'task': 'inference', 'model': 'qwen2.5-7b', 'gpu': 'a10-24gb'}, []),
     ('Mixtral-8x7B-Instruct 4bit QLoRA 单卡 A100 80G', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'mixtral-8x7b', 'gpu': 'a100-80gb', 'num_gpus': 1}, []),
-    ('ollama 跑 qwen2.5:14b 单卡 3060 12G 够吗', {'task': 'inference', 'model': 'qwen2.5-14b', 'gpu': '3060-12gb', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['weight_dtype']),
-    ('苹果 M2 Max 32G 能跑 Qwen2.5-32B 吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': 'rtx-5090'}, ['gpu']),
+    ('ollama 跑 qwen2.5:14b 单卡 3060 12G 够吗', {'engine': 'ollama', 'task': 'inference', 'model': 'qwen2.5-14b', 'gpu': '3060-12gb', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['weight_dtype']),
+    ('苹果 M2 Max 32G 能跑 Qwen2.5-32B 吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': 'apple-32gb'}, ['gpu']),
     ('12G显存 QLoRA 微调 Qwen2.5-7B 够不够', {'task': 'qlora', 'model': 'qwen2.5-7b', 'gpu': 'rtx-3060'}, ['gpu']),
     ('Llama-3-8B 全参微调 HF Trainer bf16=True 单卡 H100', {'task': 'full_finetune', 'weight_dtype': 'bf16', 'precision_recipe': 'amp', 'model': 'llama-3-8b', 'gpu': 'h100', 'num_gpus': 1}, []),
     ('单卡4090 开 flash attention 跑 Llama-3-8B 推理 32k上下文', {'task': 'inference', 'seq_len': 32768, 'attention': 'flash', 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 1}, []),
@@ -456,8 +457,9 @@ def test_realistic_mentions_resolve_in_catalog() -> None:
     from tools.catalog import find_gpu, resolve_model
 
     for question, expected, _ in EN_REALISTIC + ZH_REALISTIC:
-        if "model" in expected:
-            assert resolve_model(expected["model"]).spec is not None, question
+        if "model" in expected:  # a catalog model, or a bare size built to its exact count
+            resolved = resolve_model(expected["model"])
+            assert resolved.spec is not None or "exactly" in (resolved.assumed or ""), question
         if "gpu" in expected:
             assert find_gpu(expected["gpu"])[0].memory_bytes > 0, question
 
@@ -534,7 +536,11 @@ def _answer(question: str) -> Any:
         ("is 24GB enough to fine-tune 7B with LoRA?", "rtx-4090", "a 24 GB card without a name"),
         ("我只有16G显存能跑Qwen2.5-7B推理吗", "rtx-4060-ti", None),
         ("Can I run Llama-3-8B on 8GB VRAM?", "rtx-4060", "taken as rtx-4060"),
-        ("Can a Mac M2 with 32GB run 70B?", "rtx-5090", "Apple silicon is not in the GPU catalog"),
+        (
+            "Can a Mac M2 with 32GB run 70B?",
+            "apple-32gb",
+            "an Apple silicon Mac with 32 GB of unified memory",
+        ),
         ("ollama run llama3:70b on 2x 3090", "rtx-3090", "4-bit GGUF"),
         ("Qwen2.5-7B 全参微调 amp混合精度 单卡A100", "a100-80gb", None),
     ],

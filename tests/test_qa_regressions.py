@@ -531,11 +531,11 @@ def test_calibration_components_have_chinese_labels(stated: dict, component: str
 FILLED_REASONS = [
     (
         "Mac M2 32G 能跑 Qwen2.5-14B 推理吗",
-        "- 显卡 = rtx-5090：GPU 目录里没有 Apple 芯片：把它的 32 GB 统一内存当作一张 32 GB 显卡（rtx-5090）"
-        "来比较；macOS 只允许 GPU 使用统一内存的一部分（Metal recommendedMaxWorkingSetSize），实际可用上限更低",
-        "- gpu = rtx-5090: Apple silicon is not in the GPU catalog: its 32 GB of unified memory is compared "
-        "with a 32 GB card (rtx-5090); macOS lets the GPU use only part of unified memory "
-        "(Metal recommendedMaxWorkingSetSize), so the real limit is lower",
+        "- 显卡 = apple-32gb：32 GB 统一内存的 Apple 芯片 Mac（apple-32gb）：macOS 只允许 GPU 使用统一内存的一部分"
+        "（Metal recommendedMaxWorkingSetSize，64 GB 以下约 2/3，64 GB 及以上约 3/4），按这一部分来比较",
+        "- gpu = apple-32gb: an Apple silicon Mac with 32 GB of unified memory (apple-32gb): macOS lets the GPU use "
+        "only part of it (Metal recommendedMaxWorkingSetSize, about 2/3 of RAM below 64 GB, 3/4 from 64 GB), and "
+        "that part is the memory compared",
     ),
     (
         "我只有16G显存能跑Qwen2.5-7B推理吗",
@@ -578,8 +578,16 @@ FILLED_REASONS = [
     # the catalog's own free-text assumptions (GPU alias, bare size): English keeps the catalog's text
     (
         "7B 全参微调 一张A100",
-        "- 模型 = llama-2-7b：你只给了参数规模 7B：按 llama-2-7b 的结构计算（6.74B 参数）",
-        "- model = llama-2-7b: a bare '7B' is taken as Llama-2-7B's architecture (6.74B params)",
+        "- 模型 = 7B：你只给了参数规模 7B，目录里没有相差 2% 以内的模型：按这个规模常见的结构搭一个正好 7.00B 参数的稠密模型计算"
+        "（32 层，hidden 4096，32 个注意力头、8 个 KV 头，SwiGLU 中间层 11712，词表 128,256，Llama-3 布局）",
+        "- model = 7B: a bare '7B' is taken as a dense decoder of exactly 7,000,000,000 parameters with the shapes "
+        "typical of that size: 32 layers, hidden 4096, 32 heads (8 KV heads of 128), SwiGLU intermediate 11712, "
+        "vocabulary 128,256 (Llama-3 layout) (no catalog model within 2%)",
+    ),
+    (
+        "8B 全参微调 一张A100",
+        "- 模型 = llama-3.1-8b：你只给了参数规模 8B：按 llama-3.1-8b 的结构计算（8.03B 参数）",
+        "- model = llama-3.1-8b: a bare '8B' is taken as Llama-3.1-8B's architecture (8.03B params)",
     ),
     (
         "7B 全参微调 一张A100",
@@ -617,8 +625,9 @@ def test_filled_defaults_carry_a_stable_code_and_values() -> None:
     done = ask("Mac M2 32G 能跑 Qwen2.5-14B 推理吗")
     assert isinstance(done, DoneEvent) and done.answer.estimate is not None
     gpu = next(a for a in done.answer.estimate.assumptions if a.field == "gpu")
-    assert (gpu.code, gpu.values) == ("card_apple_memory", {"gb": 32, "card": "rtx-5090"})
-    assert gpu.reason.startswith("Apple silicon is not in the GPU catalog")  # English for API/LLM consumers
+    assert (gpu.code, gpu.values) == ("card_apple_memory", {"gb": 32, "card": "apple-32gb"})
+    assert gpu.reason.startswith("an Apple silicon Mac with 32 GB")  # English for API/LLM consumers
+    assert done.answer.estimate.gpu.memory_bytes == 32 * 2**30 * 2 // 3  # what Metal lets one process use
 
 
 def test_every_filled_reason_code_has_a_template_in_both_languages() -> None:
@@ -640,6 +649,7 @@ def test_every_filled_reason_code_has_a_template_in_both_languages() -> None:
             "model_from_size",
             "task_from_training_words",
             "architecture_from_shapes",
+            "model_built_for_size",
         }
     )
 

@@ -44,6 +44,8 @@ class Architecture(BaseModel):
     qk_norm: bool = False  # Qwen3/Gemma3: per-head RMSNorm on q and k (2*head_dim params per layer)
     norm_has_bias: bool = False  # LayerNorm with bias (GPT-2, Falcon)
     norms_per_layer: int = 2  # Gemma2/3 have 4 (pre/post attention and MLP)
+    # OLMo-1 (modeling_olmo.OlmoLayerNorm): LayerNorm without weight or bias, so no norm parameters
+    parametric_norms: bool = True
     # Memory-relevant implementation details (no parameters): modeling_gemma*.py GemmaRMSNorm computes
     # `x * (1 + weight.float())` in fp32; Gemma-2 soft-caps attention scores and final logits with tanh.
     norm_fp32_scale: bool = False
@@ -72,6 +74,8 @@ class Architecture(BaseModel):
     v_head_dim: int | None = None
     # Multi-token prediction modules and other extras that ship in the checkpoint
     extra_params: int = 0
+    # vision-language models: decoder tokens one image adds at the default resolution (no parameters)
+    image_tokens: int = 0
     module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
 
     @model_validator(mode="after")

@@ -22,14 +22,16 @@ from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.activations import inference_transient
 from tools.footprint import ModelFootprint, model_footprint
+from tools.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.no_effect import no_effect_notes
 from tools.overhead import overhead_bytes, overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
-from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
+from tools.result import Assumption, Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.rl import rl_footprint
 from tools.scenario import Scenario
+from tools.serving import EngineInputs
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
@@ -85,6 +87,10 @@ def fit_of(scenario: Scenario) -> Fit:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.overhead.overhead_bytes)."""
     rs = resolve(scenario)
+    if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
+        # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
+        est = estimate(scenario, plan=False)
+        return Fit(scenario=rs.scenario, total_bytes=est.per_gpu.total_bytes, fits=est.fits)
     fp = footprint_for(rs)
     tensor_peak = max(_tensor_bytes_by_phase(fp))
     total = tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
@@ -149,6 +155,8 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         params_active_per_token=rs.model.params.active_per_token,
         accuracy=_accuracy(),
     )
+    if not rs.training:
+        est = _with_engine(est, rs, pk)
     if plan:
         from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
 
@@ -193,6 +201,125 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
     # one sequence cannot be longer than the model's context window (vLLM max_model_len defaults to
     # max_position_embeddings), however many KV tokens fit: said beside the KV-room figure
     return cap.model_copy(update={"max_model_len": rs.model.arch.max_position_embeddings})
+
+
+ENGINE_DEFAULT = "transformers"
+
+
+def _engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str) -> EngineInputs:
+    """The per-GPU quantities an engine's memory model needs (tools.serving.EngineInputs)."""
+    from tools.serving import EngineInputs
+
+    arch, lay = rs.model.arch, rs.layout
+    prefill = pk.phase_components.get("prefill", [])
+    weights = sum(c.bytes for c in prefill if c.name in ("weights", "quant_metadata"))
+    layer_split = engine in ("llama.cpp", "ollama")  # llama.cpp splits layers, not tensors
+    tp = 1 if layer_split else lay.tp
+    if layer_split:
+        weights *= lay.tp  # the whole model: llama.cpp holds each layer on one card
+    out_bytes = arch.vocab_size * arch.hidden_size * rs.weight_format.compute_bytes
+    if rs.weight_dtype in GGUF_DTYPES:  # llama.cpp: the output matrix in its own GGUF type
+        out_bytes = arch.vocab_size * row_bytes(output_type(rs.weight_dtype), arch.hidden_size)
+    layers = rs.model.params.num_layers if layer_split else lay.layer_split(rs.model.params.num_layers)[0]
+    kv_dtype = 2 if layer_split else rs.kv_dtype_bytes  # llama.cpp / ollama KV cache: f16
+    per_token = kv_bytes_per_token(kv_specs(arch, layers=layers, tp=tp, dtype_bytes=kv_dtype))
+    overhead = sum(c.bytes for c in pk.overhead if c.name != "allocator_slack")
+
+    def activation(tokens: int) -> int:
+        return inference_transient(
+            arch, b=1, s=tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=tp
+        )[0]
+
+    return EngineInputs(
+        card_bytes=rs.gpu.memory_bytes,
+        num_gpus=lay.num_gpus if layer_split else lay.tp,
+        weights_bytes=weights,
+        output_bytes=min(out_bytes, weights),
+        num_layers=rs.model.params.num_layers,
+        kv_bytes_per_token=max(1, per_token),
+        seq_len=rs.seq,
+        sequences=rs.batch,
+        activation_bytes=activation,
+        hidden_size=arch.hidden_size,
+        vocab_size=arch.vocab_size,
+        num_heads=arch.num_attention_heads,
+        overhead_bytes=overhead,
+        gpu_memory_utilization=rs.gpu_memory_utilization,
+        fraction_stated=not any(a.field == "gpu_memory_utilization" for a in rs.assumptions),
+        max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
+        max_model_len=arch.max_position_embeddings,
+    )
+
+
+def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
+    """Inference under a serving engine's own memory model (tools.serving.ENGINES); transformers keeps
+    the HF generate model above. The engine in use is always stated."""
+    from tools.serving import ENGINES
+
+    engine = rs.scenario.engine
+    if engine is None:
+        est.assumptions = [
+            *est.assumptions,
+            Assumption(
+                field="engine",
+                value=ENGINE_DEFAULT,
+                reason="no serving engine named: HF transformers generate (say vllm, sglang, llama.cpp or ollama "
+                "for that engine's memory model)",
+            ),
+        ]
+        return est
+    if engine not in ENGINES:
+        return est
+    result = ENGINES[engine].run(_engine_inputs(rs, pk, engine))
+    components = [
+        Component.model_construct(
+            name=t.name,
+            bytes=t.bytes,
+            kind=t.kind,
+            formula=t.formula,
+            substituted=t.substituted,
+            source=t.source,
+            label=t.label,
+            model_role=None,
+            note=None,
+        )
+        for t in result.terms
+    ]
+    tensor = sum(c.bytes for c in components if c.kind == "tensor")
+    # the engine's defaults replace the generic ones (SGLang's mem_fraction_static is not vLLM's 0.9);
+    # what the user stated is never overridden
+    defaulted = {a.field for a in est.assumptions}
+    engine_defaults = {
+        f: Assumption(field=f, value=v, reason=r)
+        for f, v, r in result.assumptions
+        if f in defaulted or getattr(rs.scenario, f, None) is None
+    }
+    kept = [a for a in est.assumptions if a.field not in engine_defaults]
+    serving = ServingCapacity.model_construct(
+        gpu_memory_utilization=rs.gpu_memory_utilization,
+        reserved_bytes=result.reserved_bytes or result.total_bytes,
+        kv_cache_bytes=result.kv_pool_bytes,
+        kv_bytes_per_token=_engine_inputs(rs, pk, engine).kv_bytes_per_token,
+        max_kv_tokens=result.max_kv_tokens,
+        max_concurrent_sequences=result.max_concurrent_sequences,
+        max_context_at_batch_1=result.max_context_tokens,
+        max_model_len=rs.model.arch.max_position_embeddings,
+    )
+    est.components = components
+    est.per_gpu = PerGpu.model_construct(
+        tensor_peak_bytes=tensor,
+        total_bytes=result.total_bytes,
+        peak_phase="serving",
+        phases=[PhasePeak.model_construct(phase="serving", tensor_bytes=tensor)],
+        gpu_role=est.per_gpu.gpu_role,
+    )
+    est.fits = result.fits
+    est.headroom_bytes = result.headroom_bytes
+    est.min_gpus = rs.layout.num_gpus if result.fits else None
+    est.serving = serving
+    est.assumptions = [*kept, *engine_defaults.values()]
+    est.notes = [*est.notes, *result.notes]
+    return est
 
 
 def _no_effect(scenario: Scenario) -> list:

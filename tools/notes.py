@@ -36,6 +36,24 @@ NOTE_CODES: dict[str, tuple[str, ...]] = {
     "gradients_whole_step_model_parallel": (),
     "gradients_whole_step_accumulation": (),
     "gradients_from_backward": (),
+    "images_not_modelled": (),
+    # serving engines (tools/serving.py)
+    "vllm_pool": (
+        "engine",
+        "fraction",
+        "card",
+        "reserved",
+        "kv_tokens",
+        "sequences",
+        "seq_len",
+        "asked",
+        "longest",
+    ),
+    "vllm_refuses_to_start": ("engine", "max_model_len", "needed", "pool"),
+    "sglang_pool": ("fraction", "card", "static", "kv_tokens", "sequences", "seq_len", "asked", "other"),
+    "sglang_step_does_not_fit": ("step",),
+    "gguf_all_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context"),
+    "gguf_some_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context", "gpu_layers", "host"),
     # RL
     "rl_colocated": ("models", "lora_reference", "reference_offload"),
 }

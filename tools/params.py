@@ -190,7 +190,9 @@ def _merge(linears: list[LinearShape]) -> list[LinearShape]:
 
 
 def _norm_size(arch: Architecture, dim: int) -> int:
-    # RMSNorm: weight only; LayerNorm: weight + bias (GPT-2, Falcon)
+    # RMSNorm: weight only; LayerNorm: weight + bias (GPT-2, Falcon); OLMo-1's norm has neither
+    if not arch.parametric_norms:
+        return 0
     return dim * (2 if arch.norm_has_bias else 1)
 
 

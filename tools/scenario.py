@@ -70,6 +70,7 @@ Recompute = Literal["none", "full", "selective"]
 QuantMethod = Literal["bnb", "gptq", "awq", "fp8", "gguf", "exl2"]
 KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
+ServingEngine = Literal["transformers", "vllm", "sglang", "llama.cpp", "ollama"]
 
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
 # The task families every layer branches on (resolve, planner, parser): defined once, here.
@@ -158,6 +159,17 @@ class Scenario(BaseModel):
     max_new_tokens: int | None = Field(default=None, ge=0)
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0.0, le=1.0, description="vLLM-style reservation"
+    )
+    engine: ServingEngine | None = Field(
+        default=None,
+        description="serving engine whose memory model applies: transformers (HF generate), vllm, sglang, "
+        "llama.cpp, ollama",
+    )
+    images: int | None = Field(
+        default=None, ge=0, le=10_000, description="images per sequence (vision-language models)"
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, description="vLLM tokens per scheduler step (SGLang chunked_prefill_size)"
     )
     num_generations: int | None = Field(default=None, ge=1, description="GRPO samples per prompt")
     rollout_batch_size: int | None = Field(

@@ -485,12 +485,13 @@ def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
         if name == "reference_offload":
             return str(words.get("reference_offload" if value else "reference_resident", ""))
         return str(words.get(name, "")) if value else ""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    spelled = words.get(name)
+    spelled = words.get(name)  # a value said in words: [note_values] recipe.mixed, cards.1
     if isinstance(spelled, dict) and str(value) in spelled:
         return str(spelled[str(value)])
-    return str(value)
+    text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+    if f"{name}_other" in words:  # the words for any other value: cards_other = "${n} GPUs"
+        return Template(str(words[f"{name}_other"])).safe_substitute(n=text)
+    return text
 
 
 @lru_cache(maxsize=8)

@@ -19,7 +19,7 @@ router = APIRouter(tags=["estimator"])
     responses={400: ERROR_RESPONSES[400], 422: ERROR_RESPONSES[422]},
 )
 async def estimate_scenario(scenario: Scenario) -> Estimate:
-    from tools.estimator import estimate
+    from service.hub import estimate_any_model  # catalog first; `org/name` ids the catalog lacks: the Hub
 
-    # CPU-bound (planner candidates): keep the event loop free for streams
-    return await run_in_threadpool(estimate, scenario)
+    # CPU-bound (planner candidates) and Hub I/O: keep the event loop free for streams
+    return await run_in_threadpool(estimate_any_model, scenario)

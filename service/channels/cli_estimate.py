@@ -69,9 +69,9 @@ def run_estimate(args: argparse.Namespace, *, out: TextIO | None = None, err: Te
         return EXIT_BAD_INPUT
     try:
         scenario = load_scenario(text)
-        from tools.estimator import estimate
+        from service.hub import estimate_any_model  # catalog first, then the Hub for `org/name` ids
 
-        result = estimate(scenario, plan=not getattr(args, "no_plan", False))
+        result = estimate_any_model(scenario, plan=not getattr(args, "no_plan", False))
     except json.JSONDecodeError as exc:
         print(f"scenario: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}.", file=err)
         return EXIT_BAD_INPUT

@@ -86,8 +86,55 @@ def get_gpu(gpu_id: str) -> GpuSpec:
     raise KeyError(gpu_id)
 
 
-def _match_with_memory(key: str, index: dict[str, tuple[str, str | None]]) -> tuple[str, str | None] | None:
-    """'4090 24GB' -> the 4090 when its memory is about 24 GB; a stated size that does not match is an error."""
+# "24GB", "my 12GB card", "24G显存": a size with no card name
+_BARE_MEMORY = re.compile(
+    r"^\s*(?:my\s+|a\s+|an\s+)?(\d{1,4})\s*(?:gb|g|gib)\s*(?:of\s+)?(?:vram|显存|cards?|gpus?|显卡|卡|的卡|的显卡)?\s*$",
+    re.IGNORECASE,
+)
+STATED_SIZE_NOTE = "{name} taken at the stated {gb} GB ({gib:g} GiB usable, as a {gb} GB card reports it)"
+
+
+def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, str]:
+    """A card taken at the memory the user stated: a modded card, or a size with no card name.
+
+    A card sold as N GB holds N GiB of memory chips (nvidia-smi shows N x 1024 MiB less at most a few
+    hundred MiB), so the stated N GB is taken as N GiB.
+    """
+    memory = gb * 2**30
+    if base is None:
+        spec = GpuSpec(
+            id=f"{gb}gb",
+            name=f"a {gb} GB card",
+            memory_bytes=memory,
+            memory_source=f"stated by the user: {gb} GB, taken as {gb} GiB",
+            marketed=f"{gb} GB",
+            vendor="unknown",
+            bf16=True,
+            fp8=False,
+            notes="no card named: bf16 support assumed, no fp8",
+        )
+        return spec, STATED_SIZE_NOTE.format(
+            name="the GPU", gb=gb, gib=memory / 2**30
+        ) + "; bf16 assumed, no fp8"
+    spec = base.model_copy(
+        update={
+            "id": f"{base.id}-{gb}gb",
+            "name": f"{base.name} ({gb} GB as stated)",
+            "memory_bytes": memory,
+            "memory_source": f"stated by the user: {gb} GB, taken as {gb} GiB (the catalog's card has {base.marketed})",
+            "marketed": f"{gb} GB (stated)",
+            "aliases": [],
+            "ambiguous_aliases": {},
+        }
+    )
+    note = STATED_SIZE_NOTE.format(name=base.name, gb=gb, gib=memory / 2**30)
+    return spec, f"{note}; the catalog's {base.name} has {base.marketed}"
+
+
+def _match_with_memory(
+    key: str, index: dict[str, tuple[str, str | None]]
+) -> tuple[GpuSpec, str | None] | None:
+    """'4090 24GB' -> the 4090 when its memory is about 24 GB; another stated size -> the card at that size."""
     if not key.endswith("g"):
         return None
     for width in (1, 2, 3):  # "509032g" = "5090" + "32g"; "b200192g" = "b200" + "192g"
@@ -100,15 +147,9 @@ def _match_with_memory(key: str, index: dict[str, tuple[str, str | None]]) -> tu
     spec, stated = get_gpu(gpu_id), int(digits)
     # marketed GB vs reported GiB differ by up to ~7% (80 GB HBM -> 79.6 GiB; 48 GB ECC -> 45 GiB)
     if abs(spec.memory_bytes / 10**9 - stated) <= 0.1 * stated or f"{stated} GB" in spec.marketed:
-        return gpu_id, None
-    raise ScenarioError(
-        "gpu",
-        f"no {stated} GB variant of {spec.name} in the catalog ({spec.name} has {spec.marketed})",
-        accepted=GPU_ACCEPTED,
-        suggestions=[gpu_id],
-        code="gpu_variant",
-        values={"name": spec.name, "stated": stated, "marketed": spec.marketed},
-    )
+        return spec, None
+    # a size the catalog does not sell (a modded 48 GB 4090, a 22 GB 2080 Ti): taken at the stated size
+    return _at_stated_size(spec, stated)
 
 
 def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
@@ -121,7 +162,14 @@ def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
         trimmed = re.sub(r"sxm\d?|pcie|hbm\d?e?|oam|nvlink", "", key)
         hit = index.get(trimmed)
     if hit is None:
-        hit = _match_with_memory(key, index)
+        bare = _BARE_MEMORY.match(name or "")
+        if bare and 0 < int(bare.group(1)) <= 4096:
+            return _at_stated_size(None, int(bare.group(1)))
+        sized = _match_with_memory(key, index) or _match_with_memory(
+            re.sub(r"sxm\d?|pcie|hbm\d?e?|oam|nvlink", "", key), index
+        )
+        if sized is not None:
+            return sized
     if hit is None:
         raise ScenarioError(
             "gpu",

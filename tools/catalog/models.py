@@ -148,10 +148,12 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
 
     bare = resolve_bare_size(name_or_size)
     if bare is not None:
-        typical, assumed = bare
-        return ResolvedModel(
-            spec=typical, architecture=typical.architecture, params=typical.params, assumed=assumed
-        )
+        typical, arch, assumed = bare
+        if typical is not None:
+            return ResolvedModel(spec=typical, architecture=arch, params=typical.params, assumed=assumed)
+        from tools.params import count_params
+
+        return ResolvedModel(spec=None, architecture=arch, params=count_params(arch).total, assumed=assumed)
     raise ScenarioError(
         "model",
         f"unknown model '{name_or_size}'",

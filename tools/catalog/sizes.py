@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from tools.architecture import Architecture
 from tools.errors import ScenarioError
 from tools.units import fmt_count
 
@@ -38,7 +39,7 @@ _MULTIPLIERS: dict[str, int] = {
     "万": 10**4,
 }
 _SIZE = re.compile(
-    r"^\s*(?:(?P<experts>\d+)\s*[x×*]\s*)?(?P<num>\d+(?:\.\d+)?)\s*"
+    r"^\s*(?:an?\s+)?(?:(?P<experts>\d+)\s*[x×*]\s*)?(?P<num>\d+(?:\.\d+)?)\s*"
     r"(?P<unit>万亿|千亿|百亿|十亿|亿|千万|百万|万|thousand|million|billion|trillion|bn|[kmbt])"
     r"\s*(?:params?|parameters?|参数|个参数)?\s*(?:的?模型|model)?\s*$",
     re.IGNORECASE,
@@ -77,7 +78,99 @@ TYPICAL_BY_SIZE: dict[str, str] = {
     "8x7b": "mixtral-8x7b",
     "8x22b": "mixtral-8x22b",
 }
-MAX_RELATIVE_GAP = 0.25  # beyond this the nearest catalog model is not a fair stand-in
+MAX_RELATIVE_GAP = 0.02  # a catalog model stands in for a bare size only within 2 % of it
+# families that are not a fair stand-in for "a N-billion model": encoders, vision-language checkpoints,
+# unreleased or pre-2022 layouts
+_NOT_STAND_INS = {"bert", "mllama", "qwen2_vl", "olmo", "bloom", "falcon", "phi"}
+# (hidden, layers) of dense decoders people know, smallest to largest (GPT-2 small, Qwen2.5-0.5B/1.5B,
+# Llama-3.2-1B/3B, Gemma-2-2B, Qwen2.5-7B, Llama-3-8B, Llama-2-13B, Qwen2.5-14B/32B, Mistral-Small-22B,
+# Llama-3-70B, Llama-3.1-405B); a bare size takes the one whose SwiGLU width comes out nearest the usual
+# ~3 x hidden. Layout: RMSNorm, GQA with 8 KV heads of 128, untied 128,256-token vocabulary (Llama-3).
+TYPICAL_SHAPES: tuple[tuple[int, int], ...] = (
+    (768, 12),
+    (1024, 24),
+    (1536, 28),
+    (2048, 16),
+    (2304, 26),
+    (2560, 32),
+    (3072, 28),
+    (3584, 28),
+    (4096, 32),
+    (5120, 40),
+    (5120, 48),
+    (5120, 64),
+    (6144, 56),
+    (7168, 64),
+    (8192, 80),
+    (12288, 96),
+    (16384, 126),
+    *((h, h // 128) for h in range(18432, 65537, 2048)),
+)
+TYPICAL_VOCAB = 128256
+TYPICAL_HEAD_DIM = 128
+TYPICAL_KV_HEADS = 8
+TYPICAL_MLP_RATIO = 3.0
+
+
+def _base(hidden: int, layers: int, vocab: int) -> Architecture:
+    heads = max(1, hidden // TYPICAL_HEAD_DIM)
+    return Architecture(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=min(TYPICAL_KV_HEADS, heads),
+        head_dim=TYPICAL_HEAD_DIM,
+        intermediate_size=8,
+        vocab_size=vocab,
+        max_position_embeddings=131072,
+    )
+
+
+def _width_for(count: int, arch: Architecture) -> int:
+    """The SwiGLU intermediate size (a multiple of 8) that brings `arch` closest to `count` from below."""
+    from tools.params import count_params
+
+    h, layers = arch.hidden_size, arch.num_hidden_layers
+    fixed = count_params(arch).total - layers * 3 * h * arch.intermediate_size
+    return 8 * int((count - fixed) // (3 * h * layers * 8))
+
+
+def architecture_for_params(count: int) -> tuple[Architecture, str]:
+    """A dense decoder with exactly `count` parameters, from the shapes typical of that size.
+
+    Of `TYPICAL_SHAPES`, the (hidden, layers) whose solved SwiGLU width is nearest 3 x hidden; the
+    intermediate size is solved for the count (a multiple of 8) and the few parameters rounding leaves
+    (well under 0.1 %) are carried in `extra_params`, so the count is exact: 7e9 params in fp16 are
+    14.0 GB of weights.
+    """
+    import math
+
+    from tools.params import count_params
+
+    vocab = TYPICAL_VOCAB if count >= 300_000_000 else 32000
+    best: tuple[float, Architecture] | None = None
+    for hidden, layers in TYPICAL_SHAPES:
+        base = _base(hidden, layers, vocab)
+        width = _width_for(count, base)
+        if width < hidden:  # the embeddings and attention alone nearly fill the count
+            continue
+        score = abs(math.log(width / (TYPICAL_MLP_RATIO * hidden)))
+        if best is None or score < best[0]:
+            best = (score, base.model_copy(update={"intermediate_size": width}))
+    if best is None:
+        raise ScenarioError(
+            "model",
+            f"{count:,} parameters is too small for a decoder language model",
+            accepted="e.g. 1B, 7B, 70B",
+        )
+    arch = best[1]
+    arch = arch.model_copy(update={"extra_params": count - count_params(arch).total})
+    shape = (
+        f"{arch.num_hidden_layers} layers, hidden {arch.hidden_size}, {arch.num_attention_heads} heads "
+        f"({arch.kv_heads} KV heads of {TYPICAL_HEAD_DIM}), SwiGLU intermediate {arch.intermediate_size}, "
+        f"vocabulary {vocab:,} (Llama-3 layout)"
+    )
+    return arch, shape
 
 
 def parse_bare_size(text: str) -> tuple[int | None, int] | None:
@@ -97,8 +190,13 @@ def _size_key(experts: int | None, count: int) -> str:
     return f"{experts}x{text}" if experts else text
 
 
-def resolve_bare_size(text: str) -> tuple[ModelSpec, str] | None:
-    """(typical catalog model, the sentence saying so) for a bare size; None if `text` is not a size."""
+def resolve_bare_size(text: str) -> tuple[ModelSpec | None, Architecture, str] | None:
+    """(catalog model or None, architecture, the sentence saying so) for a bare size; None if not a size.
+
+    A catalog model stands in only within `MAX_RELATIVE_GAP` (2 %) of the stated size (the model people
+    usually mean first, else the nearest); otherwise an architecture of exactly that many parameters is
+    built from the shapes typical of the size (`architecture_for_params`).
+    """
     from tools.catalog.models import get_model, list_models
 
     parsed = parse_bare_size(text)
@@ -108,24 +206,45 @@ def resolve_bare_size(text: str) -> tuple[ModelSpec, str] | None:
     if count <= 0:
         raise ScenarioError("model", f"'{text}' is not a positive model size", accepted="e.g. 7B, 70亿, 8x7B")
     key = _size_key(experts, count)
+    wanted = count * (experts or 1)
+    label = text.strip()
     if key in TYPICAL_BY_SIZE:
         spec = get_model(TYPICAL_BY_SIZE[key])
-        return spec, (
-            f"a bare '{text.strip()}' is taken as {spec.name}'s architecture ({fmt_count(spec.params)} params)"
-        )
-    wanted = count * (experts or 1)
-    pool = [m for m in list_models() if not m.architecture.is_moe] if not experts else list_models()
+        if experts or abs(spec.params - wanted) / wanted <= MAX_RELATIVE_GAP:
+            return (
+                spec,
+                spec.architecture,
+                (
+                    f"a bare '{label}' is taken as {spec.name}'s architecture ({fmt_count(spec.params)} params)"
+                ),
+            )
+    pool = [
+        m for m in list_models() if m.family not in _NOT_STAND_INS and (experts or not m.architecture.is_moe)
+    ]
     nearest = min(pool, key=lambda m: abs(m.params - wanted) / wanted)
     gap = abs(nearest.params - wanted) / wanted
-    if gap > MAX_RELATIVE_GAP:
+    if gap <= MAX_RELATIVE_GAP:
+        return (
+            nearest,
+            nearest.architecture,
+            (
+                f"a bare '{label}' is taken as {nearest.name}'s architecture, the catalog model with the "
+                f"nearest parameter count ({fmt_count(nearest.params)} params, {gap:.1%} from {fmt_count(wanted)})"
+            ),
+        )
+    if experts:
         raise ScenarioError(
             "model",
-            f"no catalog architecture is close to {fmt_count(wanted)} parameters "
-            f"(nearest: {nearest.name}, {fmt_count(nearest.params)})",
+            f"no catalog mixture-of-experts model is close to {experts}x{fmt_count(count)}",
             accepted="a catalog model name, or the model's HF config.json (architecture)",
             suggestions=[nearest.id],
         )
-    return nearest, (
-        f"a bare '{text.strip()}' is taken as {nearest.name}'s architecture, the catalog model with the "
-        f"nearest parameter count ({fmt_count(nearest.params)} params, {gap:.0%} from {fmt_count(wanted)})"
+    arch, shape = architecture_for_params(wanted)
+    return (
+        None,
+        arch,
+        (
+            f"a bare '{label}' is taken as a dense decoder of exactly {wanted:,} parameters with the shapes typical "
+            f"of that size: {shape} (no catalog model within {MAX_RELATIVE_GAP:.0%})"
+        ),
     )

@@ -79,12 +79,19 @@ def resolve_model_ref(
         if assumed:
             assumptions.append(Assumption(field="model", value=ref.id, reason=assumed))
     elif params:
-        ref, assumed = _catalog_model(f"{params / 1e9:g}B")
+        # an explicit count is honoured exactly: a dense decoder of that many parameters, shapes typical of
+        # the size (tools.catalog.sizes.architecture_for_params); 7e9 in fp16 is 14.0 GB of weights
+        from tools.catalog.sizes import architecture_for_params
+
+        arch, shape = architecture_for_params(params)
+        label = f"{params / 1e9:g}B"
+        ref = ModelRef(label, label, arch, _breakdown(arch))
         assumptions.append(
             Assumption(
                 field="model",
                 value=ref.id,
-                reason=assumed or f"{params:,} parameters taken as {ref.name}'s architecture",
+                reason=f"params={params:,} with no model: a dense decoder of exactly that many parameters "
+                f"with the shapes typical of that size: {shape}",
             )
         )
     else:

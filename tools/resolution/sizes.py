@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tools.resolution.checks import check_max_new_tokens, check_tokens
 from tools.resolution.defaults import Filled
+from tools.result import Assumption
 
 if TYPE_CHECKING:
     from tools.architecture import Architecture
@@ -29,6 +30,24 @@ def sizes(sc: Scenario, arch: Architecture, training: bool, f: Filled) -> tuple[
             min(4096, arch.max_position_embeddings),
             "4096-token context (capped at the model's max_position_embeddings)",
         )
+    if sc.images:
+        if arch.image_tokens:
+            # Qwen2-VL / Qwen2.5-VL: each image enters the decoder's sequence as merged patch tokens
+            # (modeling_qwen2_vl: one token per 28 x 28 pixels after the 2 x 2 merge)
+            image_seq = sc.images * arch.image_tokens
+            # recorded beside seq_len, which stays the text length (re-resolving never adds the images twice)
+            f.assumptions.append(
+                Assumption(
+                    field="images",
+                    value=sc.images,
+                    reason=f"{seq:,} text tokens + {sc.images} image(s) x {arch.image_tokens:,} image tokens = "
+                    f"{seq + image_seq:,} decoder tokens per sequence (a 1024 x 1024 image resized to 1036 x 1036: "
+                    "37 x 37 merged 28-pixel patches)",
+                )
+            )
+            seq += image_seq
+        else:
+            f.note("images_not_modelled")
     check_tokens(batch, seq)
     if seq > arch.max_position_embeddings:
         f.note("seq_beyond_context", seq_len=seq, max_position_embeddings=arch.max_position_embeddings)

@@ -272,7 +272,8 @@ def _scenario_from(args: dict[str, Any], previous: Scenario | None) -> Scenario:
 
 def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
     """The four tools for one request, all recording into `recorder`."""
-    from tools import catalog, estimator  # lazy: keeps `import service.agent` light
+    from service.hub import estimate_any_model  # catalog first, then the Hub for `org/name` ids
+    from tools import catalog  # lazy: keeps `import service.agent` light
 
     def _run(name: str, args: dict[str, Any], produce: Any) -> str:
         try:
@@ -292,7 +293,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
 
         def produce() -> tuple[str, Estimate, Scenario]:
             scenario = _scenario_from(dict(args), recorder.previous_scenario)
-            est = estimator.estimate(scenario, plan=True)
+            est = estimate_any_model(scenario, plan=True)
             return _dumps(estimate_view(est)), est, scenario
 
         return _run("estimate_memory", args, produce)
@@ -302,7 +303,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
 
         def produce() -> tuple[str, Estimate, Scenario]:
             scenario = _scenario_from(dict(args), recorder.previous_scenario)
-            est = estimator.estimate(scenario, plan=True)
+            est = estimate_any_model(scenario, plan=True)
             return _dumps(plan_view(est)), est, scenario
 
         return _run("plan_fit", args, produce)

@@ -61,9 +61,9 @@ EstimateFn = Callable[..., Estimate]
 
 
 def _default_estimate(scenario: Scenario, plan: bool = True) -> Estimate:
-    from tools.estimator import estimate
+    from service.hub import estimate_any_model  # catalog first; `org/name` ids the catalog lacks: the Hub
 
-    return estimate(scenario, plan=plan)
+    return estimate_any_model(scenario, plan=plan)
 
 
 def chunk_lines(lines: list[str]) -> list[str]:
@@ -294,6 +294,11 @@ def _scenario_error(err: ScenarioError, lang: Language, stated: dict[str, Any]) 
 
 
 _BARE_SIZE = re.compile(r"\d+(?:\.\d+)?b")  # the parser's bare-size model label ("7B", "1.5B")
+# tools.catalog.sizes.architecture_for_params's sentence: the shapes it chose
+_BUILT_SHAPE = re.compile(
+    r"(?P<layers>\d+) layers, hidden (?P<hidden>\d+), (?P<heads>\d+) heads \((?P<kv>\d+) KV heads of \d+\), "
+    r"SwiGLU intermediate (?P<inter>\d+), vocabulary (?P<vocab>[\d,]+)"
+)
 
 
 def _code_catalog_assumptions(estimate: Estimate, stated: dict[str, Any]) -> None:
@@ -308,6 +313,14 @@ def _code_catalog_assumptions(estimate: Estimate, stated: dict[str, Any]) -> Non
         if a.field == "gpu" and estimate.gpu.alias_note and a.reason == estimate.gpu.alias_note:
             code = "gpu_alias"
             values = {"alias": str(stated.get("gpu", "")).upper(), "card": a.value, "note": a.reason}
+        elif (
+            a.field == "model"
+            and _BARE_SIZE.fullmatch(str(stated.get("model", "")).lower())
+            and (shape := _BUILT_SHAPE.search(a.reason))
+        ):
+            code = "model_built_for_size"
+            values = {"size": stated["model"], "params": fmt_count(estimate.params_total), "note": a.reason}
+            values.update(shape.groupdict())
         elif a.field == "model" and _BARE_SIZE.fullmatch(str(stated.get("model", "")).lower()):
             code = "model_from_size"
             values = {

@@ -387,7 +387,24 @@ def shape_fields(low: str) -> Fields:
     )
     if u:
         out["gpu_memory_utilization"] = float(u.group(1) or u.group(2))
+    im = _IMAGES.search(low)
+    if im:
+        out["images"] = int(next(x for x in im.groups() if x))
+    e = _ENGINE.search(low)
+    if e:
+        out["engine"] = next(name for name, hit in zip(_ENGINE_NAMES, e.groups(), strict=True) if hit)
     return out
+
+
+# images per request for vision-language models: "2 images", "3张图片"
+_IMAGES = re.compile(
+    rf"{L}(\d+){SEP}(?:images?|pictures?|photos?){R}|(\d+)\s*(?:张|幅)\s*(?:图片|图像|图|照片)"
+)
+# the serving engine named in the question (tools.serving.ENGINES; HF generate otherwise)
+_ENGINE_NAMES = ("vllm", "sglang", "llama.cpp", "ollama")
+_ENGINE = re.compile(
+    rf"{L}(vllm){R}|{L}(sglang){R}|{L}(llama[\.\-_ ]?cpp|llama-server|gguf){R}|{L}(ollama){R}"
+)
 
 
 # --- activations ---------------------------------------------------------------------------------

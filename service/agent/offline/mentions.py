@@ -90,8 +90,38 @@ def _ollama_distill(m: re.Match[str]) -> str:
     return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"qwen2.5-{size}b")
 
 
+_BLOOM_SIZES = {
+    "560m": "bloom-560m",
+    "1b1": "bloom-1b1",
+    "1b7": "bloom-1b7",
+    "3b": "bloom-3b",
+    "7b1": "bloom-7b1",
+}
+
+
+def _bloom(m: re.Match[str]) -> str:
+    size = (m.group(1) or "").replace(" ", "")
+    return _BLOOM_SIZES.get(size, {"7b": "bloom-7b1", "176b": "bloom-176b"}.get(size, "bloom-176b"))
+
+
 # Order matters: more specific families first (tinyllama before llama, mixtral before mistral).
 MODEL_RULES: tuple[ModelRule, ...] = (
+    # families whose names carry no size, or whose size the generic rules would misread
+    _rule(rf"{L}mistral{SEP}nemo{R}", lambda m: "mistral-nemo-12b"),
+    _rule(rf"{L}mistral{SEP}small(?:{SEP}(22|24)\s*b)?{R}", lambda m: f"mistral-small-{m.group(1) or '24'}b"),
+    _rule(rf"{L}codestral{R}", lambda m: "codestral-22b"),
+    _rule(rf"{L}llama{SEP}3\.2{SEP}(11|90)\s*b{SEP}vision{R}", lambda m: f"llama-3.2-{m.group(1)}b-vision"),
+    _rule(
+        rf"{L}star{SEP}coder{SEP}2(?:{SEP}(3|7|15)\s*b)?{R}", lambda m: f"starcoder2-{m.group(1) or '15'}b"
+    ),
+    _rule(rf"{L}bloomz?(?:{SEP}(560\s*m|1b1|1b7|3\s*b|7b1|7\s*b|176\s*b))?{R}", _bloom),
+    _rule(rf"{L}phi{SEP}3\.5{SEP}moe{R}", lambda m: "phi-3.5-moe"),
+    _rule(
+        rf"{L}olmo{SEP}(2{SEP})?(?:1124{SEP})?(1|7)\s*b{R}",
+        lambda m: f"olmo-{'2-' if m.group(1) else ''}{m.group(2)}b",
+    ),
+    _rule(rf"{L}gpt{SEP}3(?!\.\d)(?:{SEP}175\s*b)?{R}", lambda m: "gpt-3-175b"),
+    _rule(rf"{L}bert{SEP}large{R}", lambda m: "bert-large"),
     _rule(rf"{L}(?:mixtral{SEP})?8\s*[x×]\s*(7|22)\s*b{R}", lambda m: f"mixtral-8x{m.group(1)}b"),
     _rule(rf"{L}tiny{SEP}llama(?:{SEP}1\.1\s*b)?{R}", lambda m: "tinyllama-1.1b"),
     # before the Llama rule, which would read "codellama-34b" as Llama 3 at 4B
@@ -140,6 +170,10 @@ _GENERIC_MODEL = re.compile(rf"{L}([a-z][a-z0-9.]*(?:[_\-][a-z0-9.]+)*[_\-]\d+(?
 _BARE_SIZE = re.compile(rf"{L}(\d+(?:\.\d+)?)\s*(b|bn|billion){R}|(\d+(?:\.\d+)?)\s*(千亿|百亿|亿)")
 
 
+# "org/name" with a separator in the name (HF repo names have one; "a100/h100" and "tp/pp" do not)
+_REPO_ID = re.compile(
+    r"(?<![\w/.])([a-z0-9][a-z0-9_.\-]{1,95}/[a-z0-9][a-z0-9_]*[.\-][a-z0-9_.\-]*[a-z0-9])(?![\w/])"
+)
 _OLLAMA_TAG = re.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
 
 
@@ -157,6 +191,9 @@ def find_model(low: str) -> Mention | None:
                 break
     if best is not None:
         return best
+    repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
+    if repo:
+        return Mention(repo.group(1), repo.start(), repo.end())
     m = _GENERIC_MODEL.search(low)
     if m and not re.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
         return Mention(m.group(1), m.start(), m.end())
@@ -187,6 +224,9 @@ _GPU = re.compile(
     rf"{L}({_GPU_NAMES})(?=\s*(?:d|ti|ada){R}|s{R}|[^a-z0-9]|$)(\s*d{R}|\s*ti{R}|\s*ada{R})?"
     rf"(?:[\s\-_]*(?:pcie|sxm\d?|nvl))?(?:[\s\-_]*\(?(\d{{2,3}})\s*(?:gb|g|gib){R}\)?)?"
 )
+_MEMORY_BEFORE = re.compile(
+    r"(?<![\d.])(\d{2,3})\s*(?:gb|g|gib)\s*(?:的\s*)?(?:modded\s*|魔改\s*)?(?:nvidia\s*)?(?:geforce\s*)?(?:rtx\s*)?$"
+)
 _ZH_COUNT_BEFORE = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块|卡|台)\s*(?:卡|显卡)?\s*$")
 _EN_COUNT_BEFORE = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
 _COUNT_AFTER = re.compile(
@@ -200,7 +240,9 @@ _EN_COUNT_ANY = re.compile(
 _GLUED_COUNT = re.compile(
     rf"{L}(\d{{1,4}})\s*[x×*]\s*(?=(?:nvidia\s*|rtx\s*|geforce\s*|tesla\s*)?(?:{_GPU_NAMES}))"
 )
-_ZH_COUNT_ANY = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡")
+_ZH_COUNT_ANY = re.compile(
+    rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
+)
 _SINGLE = re.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
 _NODES = re.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
@@ -226,7 +268,18 @@ def _gpu_name(m: re.Match[str]) -> str:
     return f"{base}-{memory}gb" if memory else base
 
 
-_MEMORY_BEFORE = re.compile(r"(?<![a-z0-9.])(\d{2,3})\s*(?:gb|g|gib)\s*(?:的\s*)?(?:魔改\s*)?$")
+def _with_stated_memory(gpu: str, gb: int) -> str:
+    """The card name with a stated memory that differs from the catalog card's (a modded 22 GB 2080 Ti)."""
+    from tools.catalog.gpus import find_gpu as catalog_gpu
+    from tools.errors import ScenarioError
+
+    try:
+        spec, _ = catalog_gpu(gpu)
+    except ScenarioError:
+        return gpu
+    if abs(spec.memory_bytes / 10**9 - gb) <= 0.1 * gb or f"{gb} GB" in spec.marketed:
+        return gpu
+    return f"{gpu}-{gb}gb"
 
 
 def find_gpu(low: str) -> GpuMention:
@@ -238,10 +291,10 @@ def find_gpu(low: str) -> GpuMention:
     if m:
         gpu = _gpu_name(m)
         before, after = low[: m.start()], low[m.end() :]
-        mb = _MEMORY_BEFORE.search(before)
-        if mb and not m.group(3):  # "a 22G 2080 Ti", "48G的4090": the card at the size stated
-            gpu = f"{gpu}-{mb.group(1)}gb"
-            before = before[: mb.start()]
+        size_before = _MEMORY_BEFORE.search(before)
+        if size_before and not m.group(3):  # "a 22G 2080 Ti": the stated memory before the name
+            gpu = _with_stated_memory(gpu, int(size_before.group(1)))
+            before = before[: size_before.start()]  # "on a 22G 2080 Ti": the count word is before the size
         cb = _ZH_COUNT_BEFORE.search(before) or _EN_COUNT_BEFORE.search(before)
         ca = _COUNT_AFTER.search(after)
         if cb:
@@ -282,6 +335,8 @@ CARD_FOR_MEMORY: dict[int, str] = {
     141: "h200",
     192: "mi300x",
 }
+# unified-memory sizes of Apple silicon Macs in the GPU catalog (apple-<N>gb: what Metal lets one process use)
+APPLE_MEMORY = frozenset({16, 24, 32, 36, 48, 64, 96, 128, 192, 512})
 _CARD_MEMORY = re.compile(
     r"(?<![a-z0-9.])(\d{1,3})\s*(?:gb|g|gib)(?![a-z0-9])"
     # not host memory: "64GB RAM", "32G内存", "128 GB of system memory"
@@ -298,12 +353,13 @@ _APPLE = re.compile(
 def find_card_memory(low: str) -> Mention | None:
     """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a reason."""
     apple = _APPLE.search(low)
-    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in CARD_FOR_MEMORY]
+    known = APPLE_MEMORY if apple else CARD_FOR_MEMORY
+    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in known]
     # "a 7B model is 14GB in bf16: will it fit my 12GB card?": the size next to a VRAM word wins
     near = [m for m in sizes if _VRAM_WORD.match(low, m.end()) or _VRAM_WORD_BEFORE.search(low[: m.start()])]
     for m in near or sizes:
         gb = int(m.group(1))
-        card = CARD_FOR_MEMORY[gb]
+        card = f"apple-{gb}gb" if apple else CARD_FOR_MEMORY[gb]
         # Apple silicon: macOS lets the GPU use only part of unified memory (Metal recommendedMaxWorkingSetSize)
         code = "card_apple_memory" if apple else "card_from_memory"
         return Mention(card, m.start(), m.end(), FilledReason(code=code, values={"gb": gb, "card": card}))

@@ -210,7 +210,7 @@ def _architecture(model: str | None, shapes: dict[str, int]) -> dict[str, Any] |
     if "hidden_size" in shapes or "num_attention_heads" in shapes:
         arch.pop("head_dim", None)  # hidden / heads
     arch.update(shapes)
-    arch["_base"] = resolved.spec.id if hasattr(resolved, "spec") else base_name
+    arch["_base"] = resolved.spec.id if getattr(resolved, "spec", None) is not None else base_name
     return arch
 
 

@@ -1,0 +1,399 @@
+"""Hugging Face Hub look-up: a model id the catalog lacks -> its architecture, exact count and stored dtype.
+
+I/O lives here, never in `tools/`: this module fetches a repo's `config.json` (read by
+`tools.catalog.hf_config.architecture_from_hf_config`), its safetensors headers (the exact parameter
+count per stored dtype, the same sum the Hub's model page shows) and `quantization_config`
+(GPTQ / AWQ / bitsandbytes / FP8 checkpoints), with `huggingface_hub`.
+
+Settings are read from the environment at each call, as `huggingface_hub` names them:
+- `HF_ENDPOINT` (a mirror, e.g. https://hf-mirror.com, how many users in China reach the Hub),
+- `HF_TOKEN` (gated and private repos), `HF_HOME` / `HF_HUB_CACHE` (the disk cache),
+- `HF_HUB_OFFLINE=1` (cache only), `VRAMWISE_HUB_TIMEOUT_S` (the whole look-up's time bound, default 10 s).
+A look-up that cannot reach the Hub falls back to the disk cache, then to the catalog, then raises a
+ScenarioError naming the setting to change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.architecture import Architecture
+from tools.errors import ScenarioError
+from tools.result import Assumption, Estimate
+from tools.scenario import Scenario
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+DEFAULT_TIMEOUT_S = 10.0
+HUB_ACCEPTED = "a catalog model, or a Hugging Face repo id (org/name) the Hub serves (HF_ENDPOINT, HF_TOKEN)"
+# a repo name that says it is a quantised copy: its quantization_config is worth a look-up even when the
+# catalog knows the base model
+_QUANT_TAG = re.compile(r"gptq|awq|fp8|int4|int8|bnb|4bit|8bit|nf4", re.IGNORECASE)
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+# safetensors dtype -> bytes per element (safetensors format spec)
+_ST_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2}
+_ST_DTYPE = {"F32": "fp32", "F16": "fp16", "BF16": "bf16", "F8_E4M3": "fp8", "F8_E5M2": "fp8"}
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """The Hub settings of one look-up, read from the environment (huggingface_hub's own variable names)."""
+
+    endpoint: str
+    token: str | None
+    cache_dir: Path
+    offline: bool
+    timeout_s: float
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> HubSettings:
+        env = dict(os.environ if env is None else env)
+        home = Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
+        cache = Path(env.get("HF_HUB_CACHE") or home / "hub").expanduser()
+        offline = (env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or "").lower() in (
+            "1",
+            "true",
+            "yes",
+        )
+        try:
+            timeout = float(env.get("VRAMWISE_HUB_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+        except ValueError:
+            timeout = DEFAULT_TIMEOUT_S
+        return cls(
+            endpoint=(env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+            token=env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or None,
+            cache_dir=cache,
+            offline=offline,
+            timeout_s=max(0.1, timeout),
+        )
+
+
+@dataclass(frozen=True)
+class HubModel:
+    """What the Hub says about one repo."""
+
+    repo_id: str
+    revision: str | None  # the commit the files came from (None when unknown)
+    config: dict[str, Any]
+    architecture: Architecture
+    safetensors_params: int | None  # exact, from the checkpoint headers; None when the repo has none
+    params_by_dtype: dict[str, int]
+    quantization: dict[str, Any] | None
+    from_cache: bool
+
+    @property
+    def stored_dtype(self) -> str | None:
+        """The dtype holding most parameters in the checkpoint (or config.json's torch_dtype)."""
+        if self.params_by_dtype:
+            top = max(self.params_by_dtype, key=lambda k: self.params_by_dtype[k])
+            return _ST_DTYPE.get(top, top.lower())
+        raw = str(self.config.get("torch_dtype") or self.config.get("dtype") or "")
+        return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(raw)
+
+    def scenario_fields(self) -> dict[str, Any]:
+        """Scenario fields the checkpoint implies: its quantisation format (GPTQ/AWQ/bnb/FP8)."""
+        q = self.quantization or {}
+        method = str(q.get("quant_method") or "").lower()
+        bits = q.get("bits") or q.get("w_bit")
+        if method in ("gptq", "awq") and int(bits or 4) in (4, 8):
+            dtype = "int4" if int(bits or 4) == 4 else "int8"
+            return {
+                "weight_dtype": dtype,
+                "quant_method": method,
+                "quant_group_size": q.get("group_size") or q.get("q_group_size"),
+            }
+        if method == "bitsandbytes":
+            if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+                nf4 = str(q.get("bnb_4bit_quant_type") or "fp4") == "nf4"
+                return {"weight_dtype": "nf4" if nf4 else "int4", "quant_method": "bnb"}
+            return {"weight_dtype": "int8", "quant_method": "bnb"}
+        if method in ("fp8", "compressed-tensors", "fbgemm_fp8") or self.stored_dtype == "fp8":
+            return {"weight_dtype": "fp8"}
+        return {}
+
+    def source_sentence(self) -> str:
+        where = "the disk cache of" if self.from_cache else "the Hugging Face Hub,"
+        rev = f" at {self.revision[:12]}" if self.revision else ""
+        count = (
+            f"; {self.safetensors_params:,} parameters counted in its safetensors headers"
+            if self.safetensors_params
+            else ""
+        )
+        dtype = f", stored {self.stored_dtype}" if self.stored_dtype else ""
+        quant = ""
+        if self.quantization:
+            quant = f"; quantization_config: {self.quantization.get('quant_method', 'unknown')}"
+        return f"architecture from {where} {self.repo_id}/config.json{rev}{count}{dtype}{quant}"
+
+
+def looks_like_repo_id(name: str | None) -> bool:
+    return bool(name and _REPO_ID.match(name.strip()))
+
+
+def _hub_error(message: str, *, code: str, values: dict[str, Any]) -> ScenarioError:
+    return ScenarioError("model", message, accepted=HUB_ACCEPTED, code=code, values=values)
+
+
+class _Unreachable(Exception):
+    """The Hub did not answer (connection refused, DNS, timeout) and the cache has no copy."""
+
+
+def _download(repo_id: str, filename: str, s: HubSettings, *, offline: bool) -> str:
+    """The file's path in the HF cache: downloaded when the Hub answers, the cached copy when it does not."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    if not offline:
+        # one HEAD without retries first: hf_hub_download retries network errors with back-off (tens of
+        # seconds) when the cache is empty; a Hub that does not answer falls back to the cache at once
+        try:
+            get_hf_file_metadata(
+                hf_hub_url(repo_id, filename, endpoint=s.endpoint),
+                token=s.token or False,
+                timeout=s.timeout_s,
+            )
+        except HfHubHTTPError:
+            raise  # the Hub answered: 401 gated, 404 not found
+        except Exception as err:
+            if not type(err).__module__.startswith(("httpx", "httpcore")) and not isinstance(err, OSError):
+                raise
+            offline = True  # no answer (refused, DNS, timeout): the cache, if it has the file
+    try:
+        return str(
+            hf_hub_download(
+                repo_id,
+                filename,
+                cache_dir=s.cache_dir,
+                endpoint=s.endpoint,
+                token=s.token or False,
+                local_files_only=offline,
+                etag_timeout=s.timeout_s,
+            )
+        )
+    except LocalEntryNotFoundError:
+        if offline and not s.offline:
+            raise _Unreachable(s.endpoint) from None
+        raise
+
+
+def _revision_of(path: str) -> str | None:
+    parts = Path(path).parts
+    if "snapshots" in parts:
+        i = parts.index("snapshots")
+        if i + 1 < len(parts):
+            return parts[i + 1]
+    return None
+
+
+def _summary_path(s: HubSettings, repo_id: str) -> Path:
+    return s.cache_dir / "vramwise-safetensors" / (repo_id.replace("/", "--") + ".json")
+
+
+def _count_headers(repo_id: str, s: HubSettings, revision: str | None) -> dict[str, int]:
+    """Parameters per safetensors dtype, summed over every shard's header (range requests, no weights)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import EntryNotFoundError
+
+    api = HfApi(endpoint=s.endpoint, token=s.token or False)
+    try:
+        index_path = _download(repo_id, "model.safetensors.index.json", s, offline=False)
+        weight_map = json.loads(Path(index_path).read_text(encoding="utf-8")).get("weight_map") or {}
+        shards = sorted(set(weight_map.values()))
+    except EntryNotFoundError:
+        shards = ["model.safetensors"]
+    totals: dict[str, int] = {}
+    for shard in shards:
+        meta = api.parse_safetensors_file_metadata(repo_id, shard, revision=revision, timeout=s.timeout_s)
+        for dtype, count in meta.parameter_count.items():
+            totals[dtype] = totals.get(dtype, 0) + int(count)
+    return totals
+
+
+def _safetensors_counts(
+    repo_id: str, s: HubSettings, revision: str | None, *, offline: bool
+) -> dict[str, int]:
+    """Per-dtype counts, cached on disk beside the Hub cache (keyed by the config's commit)."""
+    from huggingface_hub.errors import EntryNotFoundError
+
+    path = _summary_path(s, repo_id)
+    if path.is_file():
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+            if offline or (revision and cached.get("revision") == revision):
+                return {str(k): int(v) for k, v in (cached.get("params_by_dtype") or {}).items()}
+        except (OSError, ValueError):
+            pass
+    if offline:
+        return {}
+    try:
+        counts = _count_headers(repo_id, s, revision)
+    except EntryNotFoundError:
+        return {}  # no safetensors checkpoint (a .bin-only repo): the architecture's count stands
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"revision": revision, "params_by_dtype": counts}), encoding="utf-8")
+    return counts
+
+
+def _fetch(repo_id: str, s: HubSettings) -> HubModel:
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    from tools.catalog.hf_config import architecture_from_hf_config
+
+    offline = s.offline
+    try:
+        config_path = _download(repo_id, "config.json", s, offline=offline)
+    except GatedRepoError:
+        raise _hub_error(
+            f"'{repo_id}' is a gated repo: accept its licence on the Hub and set HF_TOKEN to a token that may read it",
+            code="hub_gated",
+            values={"repo": repo_id},
+        ) from None
+    except RepositoryNotFoundError:
+        raise _hub_error(
+            f"no repo '{repo_id}' on {s.endpoint} (HF_ENDPOINT), or it is private (set HF_TOKEN)",
+            code="hub_not_found",
+            values={"repo": repo_id, "endpoint": s.endpoint},
+        ) from None
+    except (LocalEntryNotFoundError, _Unreachable):
+        setting = "HF_HUB_OFFLINE is set" if offline else f"{s.endpoint} (HF_ENDPOINT) could not be reached"
+        raise _hub_error(
+            f"'{repo_id}' is not in the catalog, {setting} and its config.json is not in the cache ({s.cache_dir})",
+            code="hub_unreachable",
+            values={"repo": repo_id, "endpoint": s.endpoint, "offline": offline},
+        ) from None
+    except EntryNotFoundError:
+        raise _hub_error(
+            f"'{repo_id}' has no config.json on {s.endpoint}",
+            code="hub_no_config",
+            values={"repo": repo_id},
+        ) from None
+    revision = _revision_of(config_path)
+    try:
+        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ScenarioError(
+            "architecture", f"{repo_id}/config.json is not valid JSON ({err})", accepted=HUB_ACCEPTED
+        ) from None
+    if not isinstance(config, dict):
+        raise ScenarioError(
+            "architecture", f"{repo_id}/config.json is not a JSON object", accepted=HUB_ACCEPTED
+        )
+    # multimodal configs keep the language model under text_config (Qwen2-VL's are flat)
+    arch_config = config
+    if (
+        "hidden_size" not in config
+        and isinstance(config.get("text_config"), dict)
+        and config.get("model_type") != "gemma3"
+    ):
+        arch_config = {**config["text_config"]}
+    architecture = architecture_from_hf_config(arch_config)
+    counts: dict[str, int] = {}
+    from_cache = offline
+    try:
+        counts = _safetensors_counts(repo_id, s, revision, offline=offline)
+    except (
+        OSError,
+        ValueError,
+        _Unreachable,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        GatedRepoError,
+    ):
+        counts = {}
+    except Exception as err:  # a header we cannot read must not lose the config we have
+        if type(err).__module__.startswith(("huggingface_hub", "httpx", "httpcore")):
+            counts = {}
+        else:
+            raise
+    quant = config.get("quantization_config")
+    return HubModel(
+        repo_id=repo_id,
+        revision=revision,
+        config=config,
+        architecture=architecture,
+        safetensors_params=sum(counts.values()) or None,
+        params_by_dtype=counts,
+        quantization=quant if isinstance(quant, dict) else None,
+        from_cache=from_cache,
+    )
+
+
+def fetch_hub_model(repo_id: str, settings: HubSettings | None = None) -> HubModel:
+    """The repo's architecture and counts, within `settings.timeout_s`; ScenarioError naming the setting otherwise."""
+    s = settings or HubSettings.from_env()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub")
+    try:
+        future = pool.submit(_fetch, repo_id.strip(), s)
+        try:
+            return future.result(timeout=s.timeout_s)
+        except FutureTimeout:
+            if not s.offline:
+                # a slow Hub: what the disk cache holds answers, else a clear error
+                try:
+                    return _fetch(
+                        repo_id.strip(), HubSettings(s.endpoint, s.token, s.cache_dir, True, s.timeout_s)
+                    )
+                except ScenarioError:
+                    pass
+            raise _hub_error(
+                f"{s.endpoint} (HF_ENDPOINT) did not answer for '{repo_id}' within {s.timeout_s:g} s "
+                "(VRAMWISE_HUB_TIMEOUT_S); set HF_ENDPOINT to a reachable mirror or HF_HUB_OFFLINE=1 to use the cache",
+                code="hub_timeout",
+                values={"repo": repo_id, "endpoint": s.endpoint, "timeout_s": s.timeout_s},
+            ) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def resolve_hub_scenario(
+    scenario: Scenario, settings: HubSettings | None = None
+) -> tuple[Scenario, Assumption | None]:
+    """A scenario whose model is an `org/name` the catalog lacks -> the same scenario with the Hub's architecture.
+
+    Catalog models, explicit architectures and non-repo names pass through unchanged (the estimator resolves them).
+    """
+    from tools.catalog.models import lookup_model
+
+    name = (scenario.model or "").strip()
+    if scenario.architecture is not None or not looks_like_repo_id(name):
+        return scenario, None
+    in_catalog = lookup_model(name) is not None
+    if in_catalog and not _QUANT_TAG.search(name):
+        return scenario, None
+    try:
+        hub = fetch_hub_model(name, settings)
+    except ScenarioError:
+        if in_catalog:  # a quantised copy of a catalog model: its quantization_config is on the Hub only
+            return scenario, None
+        raise
+    changes: dict[str, Any] = {"architecture": hub.architecture}
+    for key, value in hub.scenario_fields().items():
+        if getattr(scenario, key) is None and value is not None:
+            changes[key] = value
+    reason = hub.source_sentence()
+    implied = {k: v for k, v in changes.items() if k != "architecture"}
+    if implied:
+        reason += " -> " + ", ".join(f"{k}={v}" for k, v in implied.items())
+    return scenario.merged(**changes), Assumption(field="model", value=name, reason=reason)
+
+
+def estimate_any_model(scenario: Scenario, plan: bool = True) -> Estimate:
+    """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks."""
+    from tools.estimator import estimate
+
+    resolved, assumption = resolve_hub_scenario(scenario)
+    est = estimate(resolved, plan=plan)
+    if assumption is None:
+        return est
+    return est.model_copy(update={"assumptions": [assumption, *est.assumptions]})
