@@ -40,13 +40,14 @@ def check(answer: Answer) -> None:
     assert e is not None
     n = e.scenario.num_gpus or 1
     assert e.fits == (e.headroom_bytes >= 0)
-    assert e.fits == (e.per_gpu.total_bytes <= _usable(e) + 1)
+    if e.per_gpu.peak_phase != "serving":  # a serving engine's reservation is its own budget (headroom above)
+        assert e.fits == (e.per_gpu.total_bytes <= _usable(e) + 1)
     if e.fits and e.min_gpus is not None and not e.min_gpus_changes:
         assert e.min_gpus <= n, (e.min_gpus, n)
     if not e.fits and e.min_gpus is not None and not e.min_gpus_changes:
         assert e.min_gpus > n, f"'fewest that fit: {e.min_gpus}' as stated, but {n} as stated do not fit"
-    for s in e.suggestions:
-        assert s.fits == (s.total_bytes <= _usable(e) + 1), (s.description, s.total_bytes, s.fits)
+    for s in e.suggestions if e.per_gpu.peak_phase != "serving" else []:
+        assert s.fits == (s.total_bytes <= _usable(e) + 1), (s.change, s.total_bytes, s.fits)
     if e.serving is not None and e.fits and e.scenario.task == "inference":
         batch = e.scenario.batch_size or 1
         assert e.serving.max_concurrent_sequences >= batch, (e.serving.max_concurrent_sequences, batch)
