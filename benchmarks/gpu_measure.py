@@ -9,8 +9,13 @@ real Hugging Face model is built from the catalog architecture directly on the d
 - training (full_finetune / lora): `model(input_ids, labels=input_ids).loss`, backward,
   `torch.optim.AdamW(fused=True)` step, `zero_grad(set_to_none=True)`, two steps (optimizer states
   appear at step 1); recipes fp32, amp (fp32 weights + bf16 autocast; LoRA: bf16 base under bf16
-  autocast), bf16 (pure bf16); LoRA through PEFT (`lora_alpha = 2r`, dropout 0); gradient
-  checkpointing with `use_reentrant=False`;
+  autocast), bf16 (pure bf16), mixed (DeepSpeed's FP16_Optimizer step over 16-bit weights); LoRA
+  through PEFT (`lora_alpha = 2r`, the case's `lora_dropout`, LM-head / embedding targets); gradient
+  checkpointing with `use_reentrant=False`; the memory savers of the case (torchtune chunked CE, Liger
+  fused linear CE in PyTorch, optimizer in backward, activation offloading) and the DPO / GRPO update
+  steps, all through the tracer's own program (`tools.trace.steps.train_program`, nothing recorded);
+  activation offloading there keeps only the saved tensors' metadata off the device (no host copy
+  is made; the device memory is what torchtune's offloading leaves there);
 - inference: prefill with `logits_to_keep=1`, then greedy decode steps, under `torch.no_grad()`.
 
 Measured per case, from a clean allocator (`empty_cache` + `reset_peak_memory_stats` before the
@@ -23,7 +28,7 @@ model is built, so weights are inside the peak):
   `per_gpu.total_bytes`. Sampling can miss a spike shorter than the interval.
 
 Cases the estimate says do not fit the card, and cases the tracer's plan refuses on one card
-(several GPUs, ZeRO/TP/PP, QLoRA, RL, optimizers other than AdamW), are recorded as skipped with
+(several GPUs, ZeRO/TP/PP, QLoRA, PPO, optimizers other than AdamW), are recorded as skipped with
 the reason; a CUDA out-of-memory error is recorded as a measured OOM. `--max-minutes`
 caps the run: cases not started in time are recorded as skipped.
 
@@ -151,13 +156,19 @@ class Measurement:
 
 
 def _from_estimate(case_id: str, est: Estimate, status: str, reason: str = "") -> Measurement:
+    tensor = est.per_gpu.tensor_peak_bytes
+    total = est.per_gpu.total_bytes
+    if est.scenario.task in ("dpo", "grpo", "ppo"):
+        # the program runs the reference scoring and the update, not the rollout (as the tracer)
+        update = max(p.tensor_bytes for p in est.per_gpu.phases if p.phase != "rollout")
+        total, tensor = total - tensor + update, update
     return Measurement(
         case_id,
         est.scenario,
         status,
         reason,
-        est_tensor_peak_bytes=est.per_gpu.tensor_peak_bytes,
-        est_total_bytes=est.per_gpu.total_bytes,
+        est_tensor_peak_bytes=tensor,
+        est_total_bytes=total,
     )
 
 
@@ -240,7 +251,9 @@ class DeviceMemorySampler:
 # ----------------------------------------------------------------------------- the programs
 def _model_dtype(plan: Any) -> str:
     # tools/trace/steps.py _model_dtype: inference and LoRA load weights as weight_dtype; full FT by recipe
-    if plan.task in ("inference", "lora"):
+    if plan.task in ("inference", "lora") or (plan.task in ("dpo", "grpo") and plan.lora_rank):
+        return str(plan.weight_dtype)
+    if plan.recipe == "mixed":
         return str(plan.weight_dtype)
     return {"fp32": "fp32", "amp": "fp32", "bf16": "bf16"}[plan.recipe]
 
@@ -250,25 +263,18 @@ def _apply_lora(model: Any, plan: Any) -> Any:
 
     from tools.trace.steps import lora_config  # the tracer's own LoRA/DoRA configuration
 
-    return get_peft_model(model, lora_config(plan.lora_rank, plan.lora_targets, plan.dora))
+    config = lora_config(plan.lora_rank, plan.lora_targets, plan.dora, dropout=plan.lora_dropout)
+    return get_peft_model(model, config)
 
 
-def _train(model: Any, plan: Any, device: str) -> None:
+def _train(model: Any, ref_model: Any, plan: Any, device: str) -> None:
     import torch
 
-    from tools.trace.steps import training_setup  # the tracer's checkpointing and fused AdamW
+    from tools.trace.steps import NullTracker, request_from_plan, train_program
 
-    optimizer = training_setup(model, plan.gradient_checkpointing)
-    ids = torch.randint(0, model.config.vocab_size, (plan.batch_size, plan.seq_len), device=device)
-    for _ in range(TRAIN_STEPS):
-        ctx = torch.autocast(device, dtype=torch.bfloat16) if plan.recipe == "amp" else nullcontext()
-        with ctx:
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        del loss
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-    del optimizer
+    req = request_from_plan(plan, fake=False, steps=TRAIN_STEPS)
+    with torch.device(device):  # the savers' and RL steps' own tensors on the card too
+        train_program(model, ref_model, req, NullTracker(), device)
 
 
 def _generate(model: Any, plan: Any, device: str) -> None:
@@ -295,15 +301,21 @@ def run_program(plan: Any, device: str) -> None:
 
     from tools.trace.build import build_model
 
+    ref_model = None
     with torch.device(device):
         model = build_model(plan.architecture, _model_dtype(plan), plan.attention, None, family=plan.family)
-    if plan.task == "lora":
+        if plan.task in ("dpo", "grpo") and not plan.lora_rank:  # a frozen copy of the policy
+            ref_model = build_model(
+                plan.architecture, _model_dtype(plan), plan.attention, None, family=plan.family
+            )
+            ref_model.eval().requires_grad_(False)
+    if plan.task == "lora" or (plan.task in ("dpo", "grpo") and plan.lora_rank):
         model = _apply_lora(model, plan)
     if plan.task == "inference":
         _generate(model, plan, device)
     else:
-        _train(model, plan, device)
-    del model
+        _train(model, ref_model, plan, device)
+    del model, ref_model
 
 
 def _clean(torch: Any) -> None:

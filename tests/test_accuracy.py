@@ -19,7 +19,7 @@ def test_matrix_covers_the_issue() -> None:
     assert len(models) >= 8
     assert {"llama-3-70b", "llama-2-7b", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3-8b"} <= models
     tasks = {c.scenario["task"] for c in cases}
-    assert tasks == {"full_finetune", "lora", "inference"}
+    assert tasks == {"full_finetune", "lora", "inference", "dpo", "grpo"}
     assert {c.scenario["batch_size"] for c in cases} >= {1, 8}
     assert min(c.scenario["seq_len"] for c in cases) == 512
     assert max(c.scenario["seq_len"] for c in cases) == 8192

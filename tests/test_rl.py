@@ -117,8 +117,8 @@ def test_grpo_micro_batch_counts_completions_and_logps_cover_completions_only() 
     # the policy trains on its micro-batch of 2 completions, the same activations as an SFT micro-batch of 2
     ft = estimate(_sc(task="full_finetune", batch_size=2, gradient_checkpointing=True), plan=False)
     assert e.component("activations").bytes == ft.component("activations").bytes
-    # log-probs at the backward peak: 2 sequences x 256 completion positions x 151,936 x 6 B
-    assert e.component("logits").bytes == 2 * 256 * 151_936 * TRL_LOGPS_BACKWARD_BYTES == 466_747_392
+    # log-probs at the backward peak: 2 sequences x 256 completion positions x 151,936 x 8 B (traced)
+    assert e.component("logits").bytes == 2 * 256 * 151_936 * TRL_LOGPS_BACKWARD_BYTES == 622_329_856
     # the reference scores the same positions under no_grad: 4 B per element
     fp = rl_footprint(resolve(_sc(**kw)))
     ref = _parts(fp, "score_reference")[("logits", "reference")]
@@ -201,8 +201,8 @@ def test_grpo_open_r1_7b_recipe_fits_on_80gb() -> None:
     )
     e = estimate(s, plan=False)
     assert e.fits
-    # 16 completions x 1024 positions x 152,064 x 6 B of log-probs at the backward peak
-    assert e.component("logits").bytes == 16 * 1024 * 152_064 * 6 == 14_948_499_456
+    # 16 completions x 1024 positions x 152,064 x 8 B of log-probs at the backward peak (traced)
+    assert e.component("logits").bytes == 16 * 1024 * 152_064 * 8 == 19_931_332_608
     assert e.per_gpu.total_bytes > 50 * 2**30  # 66.15 GiB (calibration of 2026-11-29): tight
 
 
@@ -220,7 +220,7 @@ def test_grpo_1_5b_on_one_4090() -> None:
     assert any(sg.scenario_changes.get("lora_rank") and sg.num_gpus == 1 for sg in full.suggestions)
     lora = estimate(Scenario(model="qwen2.5-1.5b", task="grpo", gpu="4090", lora_rank=16, batch_size=4))
     assert lora.fits and lora.per_gpu.total_bytes < 8 * 2**30  # 5.04 GiB; was 267.78 GiB
-    assert lora.component("logits").bytes == 4 * 256 * 151_936 * 6
+    assert lora.component("logits").bytes == 4 * 256 * 151_936 * 8
 
 
 def test_grpo_vllm_colocate_reserves_its_share_of_the_card() -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.activations import inference_transient
+from tools.components.savers import saver_assumptions
 from tools.footprint import ModelFootprint, model_footprint
 from tools.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.kv_cache import kv_bytes_per_token, kv_specs
@@ -146,7 +147,9 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
         suggestions=[],
-        assumptions=rs.assumptions,
+        # what lora_dropout 0.05 would add is one more peak computation: only for planned (answered) estimates
+        assumptions=rs.assumptions
+        + saver_assumptions(rs, _dropout_extra(rs, pk.tensor_bytes) if plan else None),
         no_effect=no_effect,
         notes=notes,
         serving=serving,
@@ -320,6 +323,13 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
     est.assumptions = [*kept, *engine_defaults.values()]
     est.notes = [*est.notes, *result.notes]
     return est
+
+
+def _dropout_extra(rs: ResolvedScenario, tensor_bytes: int) -> int | None:
+    """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated)."""
+    if rs.task not in ("lora", "qlora") or rs.scenario.lora_dropout is not None:
+        return None
+    return peak_for(resolve(rs.scenario.merged(lora_dropout=0.05))).tensor_bytes - tensor_bytes
 
 
 def _no_effect(scenario: Scenario) -> list:

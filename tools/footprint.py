@@ -60,6 +60,7 @@ from tools.components.phased import (
     cite,
     footprint,
 )
+from tools.components.savers import saver_parts
 from tools.components.step import ModelStep, TrainStep
 from tools.components.weights import stored_weights, training_weights
 from tools.components.zero3 import zero3_gathered
@@ -162,6 +163,7 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
         logits.loss_logits_part(ts, loss, recompute_moment),
         tail,
     ]
+    parts = saver_parts(ts, parts, notes)  # memory savers, master-weight wrappers, PP schedules
     return footprint(TRAIN_PHASES, parts, ts.lay.gpu_role(ts.stage), notes, ts.stage)
 
 

@@ -16,6 +16,10 @@ from tools.errors import ScenarioError
 from tools.optimizers import TrainableSpec
 
 ALL_LINEAR = ("all-linear", "all_linear", "all")
+# Outside the decoder: PEFT wraps the LM head (nn.Linear) and the token embedding (nn.Embedding,
+# peft/tuners/lora/layer.py class Embedding: lora_embedding_A r x V, lora_embedding_B h x r) when named
+# explicitly; "all-linear" never includes them (torchtune: apply_lora_to_output).
+OUTER_TARGETS = ("lm_head", "embed_tokens")
 
 
 def decoder_linears(params: ParamBreakdown) -> list[LinearShape]:
@@ -40,15 +44,23 @@ def targeted_linears(params: ParamBreakdown, targets: list[str] | tuple[str, ...
     wanted: set[str] = set()
     for target in targets:
         short = target.strip().rsplit(".", 1)[-1]  # "self_attn.q_proj" -> "q_proj"
+        if short in OUTER_TARGETS:
+            continue  # counted by outer_targets()
         if short not in names:
             raise ScenarioError(
                 "lora_targets",
                 f"this model has no linear module named '{target}'",
-                accepted="all-linear or any of: " + ", ".join(linear_names(params)),
+                accepted="all-linear or any of: " + ", ".join([*linear_names(params), *OUTER_TARGETS]),
                 suggestions=[n for n in linear_names(params) if short[:1] and n.startswith(short[:1])][:3],
             )
         wanted.add(short)
     return [lin for lin in linears if lin.name in wanted]
+
+
+def outer_targets(targets: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The LM head / embedding among the targets (PEFT matches them only when named)."""
+    shorts = {t.strip().rsplit(".", 1)[-1] for t in targets}
+    return tuple(t for t in OUTER_TARGETS if t in shorts)
 
 
 def lora_trainable(
@@ -67,8 +79,19 @@ def lora_trainable(
         if dora:
             vectors += lin.count * lin.out_features  # lora_magnitude_vector (out_features,)
         terms.append(f"{lin.count} x {rank} x ({lin.in_features} + {lin.out_features})")
+    vocab = (params.lm_head or params.embedding) // max(1, hidden_of(params))
+    for name in outer_targets(targets):
+        h = hidden_of(params)
+        per = rank * (h + vocab)  # lm_head: A r x h, B V x r; embed_tokens: A r x V, B h x r
+        total += per
+        matrices += [
+            (rank, h if name == "lm_head" else vocab, 1),
+            (vocab if name == "lm_head" else h, rank, 1),
+        ]
+        terms.append(f"{rank} x ({h} + {vocab}) ({name})")
     total += vectors
-    names = ", ".join(dict.fromkeys(lin.name for lin in chosen))
+    chosen_names = [lin.name for lin in chosen] + list(outer_targets(targets))
+    names = ", ".join(dict.fromkeys(chosen_names))
     dora_f = " + sum out" if dora else ""
     dora_s = f" + {vectors:,} (DoRA magnitudes)" if dora else ""
     return TrainableSpec(
@@ -79,7 +102,16 @@ def lora_trainable(
         formula=f"sum over targeted linears of count x r x (in + out){dora_f}",
         substituted=" + ".join(terms) + dora_s + f" = {total:,}",
         targets=tuple(dict.fromkeys(lin.name for lin in chosen)),
+        outer_targets=outer_targets(targets),
     )
+
+
+def hidden_of(params: ParamBreakdown) -> int:
+    """The hidden size, from the first decoder linear reading the residual stream."""
+    for lin in params.linears:
+        if lin.name in ("q_proj", "qkv_proj", "c_attn", "q_a_proj", "gate_proj", "up_proj", "fc1"):
+            return lin.in_features
+    return params.linears[0].in_features if params.linears else 1
 
 
 def full_trainable(params: ParamBreakdown, hidden: int) -> TrainableSpec:

@@ -54,6 +54,24 @@ NOTE_CODES: dict[str, tuple[str, ...]] = {
     "sglang_step_does_not_fit": ("step",),
     "gguf_all_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context"),
     "gguf_some_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context", "gpu_layers", "host"),
+    # memory savers (tools/components/savers.py)
+    "chunked_cross_entropy": (),
+    "fused_linear_cross_entropy": (),
+    "optimizer_in_backward": (),
+    "activation_offloading": (),
+    "packing": (),
+    "fp8_training": (),
+    "mixed_recipe_assumed": (),
+    "pipeline_schedule": ("schedule", "stage", "stages", "in_flight", "in_flight_1f1b", "microbatches"),
+    "pipeline_schedule_interleaved": (
+        "schedule",
+        "stage",
+        "stages",
+        "in_flight",
+        "in_flight_1f1b",
+        "microbatches",
+        "virtual_stages",
+    ),
     # RL
     "rl_colocated": ("models", "lora_reference", "reference_offload"),
 }

@@ -76,6 +76,17 @@ SLOWDOWN_HALVE_BATCH = 1.05
 # QLoRA's dequantisation on every matmul: ~ 1.3x LoRA's step time (rule of thumb from QLoRA reports).
 SLOWDOWN_QLORA = 1.3
 
+# Memory savers (tools/savers.py). Chunked CE runs the same matmuls and loss in 8 pieces (torchtune
+# CEWithChunkedOutputLoss; rule of thumb ~1.0). Liger's fused linear CE reports higher throughput, not lower
+# (Liger-Kernel README: +20% multi-GPU throughput): 1.0. Optimizer in backward: the same updates, per
+# parameter (torchtune optimizer_in_bwd; no gradient accumulation with it): 1.0. Activation offloading:
+# device<->host copies overlapped on a side stream (torchtune OffloadActivations use_streams): ~+10% (rule of
+# thumb), on top of the recompute it needs.
+SLOWDOWN_CHUNKED_CE = 1.0
+SLOWDOWN_FUSED_CE = 1.0
+SLOWDOWN_OPTIMIZER_IN_BACKWARD = 1.0
+SLOWDOWN_ACTIVATION_OFFLOAD = 1.1
+
 # Fidelity ranks (see module docstring).
 FIDELITY_FULL, FIDELITY_LORA, FIDELITY_QLORA, FIDELITY_TASK_CHANGE = 0, 1, 2, 3
 FIDELITY_TEXT = {
@@ -183,7 +194,7 @@ def step_time_causes(base: Scenario, changes: dict[str, Any]) -> list[tuple[str,
         )
     if new.weight_dtype == "nf4" and base.weight_dtype != "nf4" and base.task != "inference":
         causes.append(("dequant", SLOWDOWN_QLORA))
-    return causes
+    return causes + _saver_causes(base, new)
 
 
 def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
@@ -192,6 +203,19 @@ def step_time_factor(base: Scenario, changes: dict[str, Any]) -> float:
     for _, multiplier in step_time_causes(base, changes):
         factor *= multiplier
     return factor
+
+
+def _saver_causes(base: Scenario, new: Scenario) -> list[tuple[str, float]]:
+    """Step-time factors of the memory savers switched on by the change (tools/components/savers.py)."""
+    causes: list[tuple[str, float]] = []
+    if (new.cross_entropy or "standard") != (base.cross_entropy or "standard"):
+        ce = SLOWDOWN_FUSED_CE if new.cross_entropy == "fused_linear" else SLOWDOWN_CHUNKED_CE
+        causes.append(("cross_entropy", ce))
+    if new.optimizer_in_backward and not base.optimizer_in_backward:
+        causes.append(("optimizer_in_backward", SLOWDOWN_OPTIMIZER_IN_BACKWARD))
+    if new.activation_offloading and not base.activation_offloading:
+        causes.append(("activation_offloading", SLOWDOWN_ACTIVATION_OFFLOAD))
+    return causes
 
 
 # --- levers: each answers "applies?" and "which Move?" for a scenario ---------------------------------
@@ -424,7 +448,62 @@ class QuantizedWeights:
         )
 
 
+@dataclass(frozen=True)
+class LossSaver:
+    """Chunked cross-entropy (torchtune) or Liger's fused linear cross-entropy: no full fp32 logits."""
+
+    kind: str  # chunked | fused_linear
+
+    def move(self, s: Scenario) -> Move | None:
+        if s.task not in TRAINING_TASKS or s.task in ("ppo", "grpo", "dpo"):
+            return None
+        if (s.cross_entropy or "standard") != "standard":
+            return None
+        text = {
+            "chunked": "chunked cross-entropy (torchtune CEWithChunkedOutputLoss)",
+            "fused_linear": "fused linear cross-entropy (Liger)",
+        }[self.kind]
+        slow = SLOWDOWN_FUSED_CE if self.kind == "fused_linear" else SLOWDOWN_CHUNKED_CE
+        return Move(text, {"cross_entropy": self.kind}, slowdown=slow)
+
+
+@dataclass(frozen=True)
+class OptimizerInBackward:
+    """torchtune optimizer_in_bwd: gradients freed per parameter (not with gradient accumulation)."""
+
+    def move(self, s: Scenario) -> Move | None:
+        if s.task not in ("full_finetune", "pretrain") or s.optimizer_in_backward:
+            return None
+        if (s.gradient_accumulation_steps or 1) > 1 or (s.zero_stage or 0) > 0 or _dp(s) > 1:
+            return None
+        return Move(
+            "optimizer step in backward (torchtune optimizer_in_bwd)",
+            {"optimizer_in_backward": True},
+            slowdown=SLOWDOWN_OPTIMIZER_IN_BACKWARD,
+        )
+
+
+@dataclass(frozen=True)
+class ActivationOffloading:
+    """Checkpointed layer inputs in CPU memory (torchtune enable_activation_offloading)."""
+
+    def move(self, s: Scenario) -> Move | None:
+        if s.task not in TRAINING_TASKS or s.activation_offloading:
+            return None
+        if not (s.gradient_checkpointing or s.recompute == "full"):
+            return None
+        return Move(
+            "activation offloading to CPU (torchtune)",
+            {"activation_offloading": True},
+            slowdown=SLOWDOWN_ACTIVATION_OFFLOAD,
+        )
+
+
 SINGLE_LEVERS: tuple[Any, ...] = (
+    LossSaver("chunked"),
+    LossSaver("fused_linear"),
+    OptimizerInBackward(),
+    ActivationOffloading(),
     Checkpointing(),
     EightBitOptimizer(),
     ZeroStage(1),

@@ -46,8 +46,8 @@ every process holds every model; OpenRLHF/verl can instead place models on separ
   ds3_gather_for_generation=True), on top of the sharded partition.
 - Generation with HF `generate` inside the trainer (TRL default use_vllm=False): KV cache + one
   layer's transient + last-position logits.
-- Log-prob bytes per element (TRL_LOGPS_*): with grad 4 B at the end of the forward, 6 B in the
-  backward; no_grad 4 B (see the constants).
+- Log-prob bytes per element (TRL_LOGPS_*): with grad 4 B at the end of the forward, 8 B in the
+  backward (traced); no_grad 4 B; DPO's end of forward + 2 B for the reference's logits (see the constants).
 
 Phases (the peak is the largest): `rollout` (actor generating), `score_*` (no-grad forwards of the
 reference / reward / critic over the rollouts, one at a time; the actor's own old-log-prob pass is the
@@ -78,11 +78,18 @@ GRPO_DEFAULT_COMPLETION_LEN = 256  # trl/trainer/grpo_config.py max_completion_l
 # bytes per element of (sequences x scored positions x V) in the 16-bit compute dtype:
 # - with grad, end of forward: the temperature-scaled copy + the saved per-row log-softmax outputs;
 TRL_LOGPS_FORWARD_BYTES = 4
-# - with grad, backward: saved log-softmax + its gradient + the gradient of the scaled logits;
-TRL_LOGPS_BACKWARD_BYTES = 6
+# - with grad, backward: saved log-softmax + the per-row gradients (all alive until the row loop's
+#   unbind backward stacks them) + the stacked gradient + the sliced logits' zero-filled gradient: traced
+#   8 B (tools/trace/rl_steps.py on qwen2.5-7b GRPO LoRA b8, 512 completion tokens: 4.65 GiB of loss
+#   backward temporaries over 8 x 512 x 152,064 elements);
+TRL_LOGPS_BACKWARD_BYTES = 8
 # - no_grad (reference / old log-probs): the lm_head output + the scaled copy (one row's
 #   log-softmax on top is a single sequence, not counted).
 TRL_LOGPS_NOGRAD_BYTES = 4
+# DPO (trl/trainer/dpo_trainer.py _compute_loss): the reference forward runs AFTER the policy's forward,
+# inside the same loss, while the policy's graph and log-probs are alive: its 16-bit logits (2 B per
+# element) sit on top of the policy's end-of-forward (traced tinyllama / llama-2-7b DPO LoRA)
+TRL_DPO_REFERENCE_LOGITS_BYTES = 2
 TRL_LOGPS_SOURCE = (
     "trl/trainer/utils.py selective_log_softmax (bf16 row loop); trl grpo_trainer._get_per_token_logps "
     "(logits_to_keep = completion positions), dpo_trainer.concatenated_forward, ppo_trainer"
@@ -349,6 +356,7 @@ def _trained(
     adapters: bool | None = None,
     logps_positions: int | None = None,
     what: str = "completion tokens",
+    forward_extra_bytes: int = 0,
 ) -> tuple[ModelFootprint, list[PhasedComponent]]:
     """A trained model: its own peak in `update_phase`, its persistent states in `resident_phases`.
     `logps_positions`: the loss takes TRL's 16-bit log-probs of that many positions per sequence
@@ -363,7 +371,10 @@ def _trained(
             role,
             sequences=batch,
             positions=logps_positions,
-            at_bytes={"end_of_forward": TRL_LOGPS_FORWARD_BYTES, "backward": TRL_LOGPS_BACKWARD_BYTES},
+            at_bytes={
+                "end_of_forward": TRL_LOGPS_FORWARD_BYTES + forward_extra_bytes,
+                "backward": TRL_LOGPS_BACKWARD_BYTES,
+            },
             what=what,
         )
         tr = _swap_logits(tr, lp)
@@ -625,6 +636,7 @@ def _dpo(rs: ResolvedScenario) -> ModelFootprint:
         resident_phases=("score_reference",),
         logps_positions=seq,
         what="chosen + rejected tokens",
+        forward_extra_bytes=TRL_DPO_REFERENCE_LOGITS_BYTES,
     )
     parts += _reference(rs, pairs, seq, seq, phases, "score_reference", offload)
     return _assemble(rs, phases, parts, policy_fp)

@@ -71,6 +71,8 @@ QuantMethod = Literal["bnb", "gptq", "awq", "fp8", "gguf", "exl2"]
 KvDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 ServingEngine = Literal["transformers", "vllm", "sglang", "llama.cpp", "ollama"]
+CrossEntropyImpl = Literal["standard", "chunked", "fused_linear"]
+PipelineSchedule = Literal["1f1b", "interleaved", "gpipe"]
 
 TASKS: tuple[str, ...] = Task.__args__  # type: ignore[attr-defined]
 # The task families every layer branches on (resolve, planner, parser): defined once, here.
@@ -153,6 +155,28 @@ class Scenario(BaseModel):
     pp_microbatches: int | None = Field(
         default=None, ge=1, description="micro-batches per step under PP (1F1B)"
     )
+    pp_schedule: PipelineSchedule | None = Field(
+        default=None, description="1f1b (Megatron default), interleaved (virtual stages), gpipe"
+    )
+    pp_virtual_stages: int | None = Field(
+        default=None, ge=1, description="model chunks per PP rank under the interleaved schedule"
+    )
+
+    # --- memory savers ----------------------------------------------------------------------------
+    activation_offloading: bool | None = Field(
+        default=None,
+        description="saved activations copied to CPU (torchtune enable_activation_offloading, unsloth)",
+    )
+    cross_entropy: CrossEntropyImpl | None = Field(
+        default=None,
+        description="standard (HF fp32 logits), chunked (torchtune CEWithChunkedOutputLoss), "
+        "fused_linear (Liger fused linear cross-entropy)",
+    )
+    optimizer_in_backward: bool | None = Field(
+        default=None, description="optimizer step per parameter in backward (torchtune optimizer_in_bwd)"
+    )
+    packing: bool | None = Field(default=None, description="sample packing into seq_len-token rows")
+    fp8_training: bool | None = Field(default=None, description="torchao float8 linears (H100-class)")
 
     # --- inference / serving / RL --------------------------------------------------------------
     kv_dtype: KvDtype | None = None

@@ -102,7 +102,117 @@ _MATRIX: list[tuple[str, str, str, int, int, bool, dict[str, Any]]] = [
     # Gemma-3-1B: q/k norms, 5:1 sliding-window:global layers, 262k vocabulary
     ("gemma-3-1b", "full_finetune", "amp", 2, 2048, False, {}),
     ("gemma-3-1b", "inference", "-", 4, 8192, False, {}),
+    # PEFT lora_dropout 0.05 / 0.1 (alpha 2r, bf16 base, fp32 adapters, bf16 autocast): a 1-byte mask
+    # (CUDA's fused native_dropout) and an own 16-bit input copy per targeted linear
+    ("tinyllama-1.1b", "lora", "-", 1, 1024, False, {"lora_rank": 8, "lora_dropout": 0.05}),
+    (
+        "tinyllama-1.1b",
+        "lora",
+        "-",
+        4,
+        2048,
+        False,
+        {"lora_rank": 64, "lora_targets": ["all-linear"], "lora_dropout": 0.1},
+    ),
+    ("tinyllama-1.1b", "lora", "-", 2, 2048, True, {"lora_rank": 64, "lora_dropout": 0.1}),
+    (
+        "tinyllama-1.1b",
+        "lora",
+        "-",
+        4,
+        1024,
+        True,
+        {"lora_rank": 8, "lora_targets": ["all-linear"], "lora_dropout": 0.05},
+    ),
+    (
+        "tinyllama-1.1b",
+        "lora",
+        "-",
+        2,
+        2048,
+        False,
+        {"lora_rank": 8, "lora_targets": ["all-linear"], "lora_dropout": 0.05},
+    ),
+    ("tinyllama-1.1b", "lora", "-", 4, 2048, False, {"lora_rank": 8, "lora_dropout": 0.1}),
+    ("llama-2-7b", "lora", "-", 1, 2048, False, {"lora_rank": 8, "lora_dropout": 0.05}),
+    (
+        "llama-2-7b",
+        "lora",
+        "-",
+        2,
+        1024,
+        False,
+        {"lora_rank": 64, "lora_targets": ["all-linear"], "lora_dropout": 0.05},
+    ),
+    ("llama-2-7b", "lora", "-", 4, 1024, True, {"lora_rank": 64, "lora_dropout": 0.1}),
+    (
+        "llama-2-7b",
+        "lora",
+        "-",
+        1,
+        2048,
+        True,
+        {"lora_rank": 8, "lora_targets": ["all-linear"], "lora_dropout": 0.1},
+    ),
+    (
+        "llama-2-7b",
+        "lora",
+        "-",
+        4,
+        2048,
+        False,
+        {"lora_rank": 8, "lora_targets": ["all-linear"], "lora_dropout": 0.1},
+    ),
+    ("llama-2-7b", "lora", "-", 2, 1024, True, {"lora_rank": 8, "lora_dropout": 0.05}),
+    # DeepSpeed master-weight step at ZeRO-0, one rank: FP16_Optimizer (DeepSpeed wraps bf16 weights in it too)
+    ("llama-3-8b", "full_finetune", "mixed", 1, 2048, True, {"weight_dtype": "bf16"}),
+    ("llama-3-8b", "full_finetune", "mixed", 1, 2048, True, {"weight_dtype": "fp16"}),
+    ("tinyllama-1.1b", "full_finetune", "mixed", 2, 1024, False, {"weight_dtype": "bf16"}),
+    ("tinyllama-1.1b", "full_finetune", "mixed", 2, 1024, True, {"weight_dtype": "fp16"}),
+    # memory savers: torchtune chunked CE, Liger fused linear CE, optimizer in backward, offloading
+    ("llama-3-8b", "lora", "-", 2, 2048, True, {"lora_rank": 16, "cross_entropy": "chunked"}),
+    ("llama-3-8b", "lora", "-", 2, 2048, True, {"lora_rank": 16, "cross_entropy": "fused_linear"}),
+    ("tinyllama-1.1b", "full_finetune", "bf16", 4, 2048, False, {"cross_entropy": "chunked"}),
+    ("tinyllama-1.1b", "full_finetune", "bf16", 4, 1024, False, {"cross_entropy": "fused_linear"}),
+    ("qwen2.5-7b", "lora", "-", 2, 2048, True, {"lora_rank": 16, "cross_entropy": "chunked"}),
+    ("qwen2.5-7b", "lora", "-", 4, 1024, True, {"lora_rank": 16, "cross_entropy": "fused_linear"}),
+    ("llama-3-8b", "full_finetune", "bf16", 1, 2048, True, {"optimizer_in_backward": True}),
+    ("tinyllama-1.1b", "full_finetune", "bf16", 2, 1024, True, {"optimizer_in_backward": True}),
+    ("tinyllama-1.1b", "full_finetune", "bf16", 1, 512, True, {"activation_offloading": True}),
+    ("llama-3-8b", "lora", "-", 2, 2048, True, {"lora_rank": 16, "activation_offloading": True}),
+    # LoRA on the LM head / token embedding (PEFT Linear / Embedding LoRA, named explicitly)
+    (
+        "tinyllama-1.1b",
+        "lora",
+        "-",
+        4,
+        1024,
+        False,
+        {"lora_rank": 16, "lora_targets": ["q_proj", "v_proj", "lm_head"]},
+    ),
+    (
+        "llama-2-7b",
+        "lora",
+        "-",
+        2,
+        2048,
+        True,
+        {"lora_rank": 8, "lora_targets": ["q_proj", "v_proj", "lm_head", "embed_tokens"]},
+    ),
+    # RL update steps as TRL writes them (tools/trace/rl_steps.py): DPO (2 x batch rows, reference forward
+    # after the policy's), GRPO (completions per device, reference log-probs first); LoRA policies use the
+    # adapter-disabled policy as the reference, full ones a frozen bf16 copy
+    ("tinyllama-1.1b", "dpo", "-", 1, 512, True, {"lora_rank": 16}),
+    ("tinyllama-1.1b", "dpo", "bf16", 1, 512, True, {}),
+    ("llama-2-7b", "dpo", "-", 2, 1024, True, {"lora_rank": 16}),
+    ("tinyllama-1.1b", "grpo", "-", 4, 768, True, {"lora_rank": 16, "max_new_tokens": 256}),
+    ("tinyllama-1.1b", "grpo", "bf16", 4, 768, True, {"max_new_tokens": 256}),
+    ("qwen2.5-7b", "grpo", "-", 8, 1024, True, {"lora_rank": 16, "max_new_tokens": 512}),
+    ("llama-3-8b", "dpo", "bf16", 1, 1024, True, {}),
 ]
+
+# per-family summary (docs/accuracy.md): which family a case belongs to
+SAVER_FIELDS = ("cross_entropy", "optimizer_in_backward", "activation_offloading")
 
 
 @dataclass(frozen=True)
@@ -126,10 +236,19 @@ def _scenario(
     }
     if task == "inference":
         s |= {"weight_dtype": "bf16", "max_new_tokens": 4}
+    elif task in ("dpo", "grpo"):
+        s |= {"optimizer": "adamw", "gradient_checkpointing": gc, "weight_dtype": "bf16"}
+        if "lora_rank" in extra:
+            s["lora_rank"] = extra["lora_rank"]
+        else:
+            s["precision_recipe"] = recipe
+        if "max_new_tokens" in extra:
+            s["max_new_tokens"] = extra["max_new_tokens"]
     else:
         s |= {"optimizer": "adamw", "gradient_checkpointing": gc}
     if task == "full_finetune":
-        s |= {"precision_recipe": recipe, "weight_dtype": "bf16" if recipe == "bf16" else "fp32"}
+        weight = extra.get("weight_dtype", "bf16" if recipe in ("bf16", "mixed") else "fp32")
+        s |= {"precision_recipe": recipe, "weight_dtype": weight}
     if task == "lora":
         s |= {
             "weight_dtype": "bf16",
@@ -137,6 +256,11 @@ def _scenario(
             "lora_targets": extra.get("lora_targets", ["q_proj", "v_proj"]),
             "dora": extra.get("dora", False),
         }
+        if "lora_dropout" in extra:
+            s["lora_dropout"] = extra["lora_dropout"]
+    for name in SAVER_FIELDS:
+        if name in extra:
+            s[name] = extra[name]
     return s
 
 
@@ -152,7 +276,35 @@ def _case_id(model: str, task: str, recipe: str, batch: int, seq: int, gc: bool,
         parts.append("all")
     if extra.get("dora"):
         parts.append("dora")
+    if recipe == "mixed":
+        parts.append(extra.get("weight_dtype", "bf16"))
+    if "lora_dropout" in extra:
+        parts.append(f"drop{extra['lora_dropout']}")
+    targets = extra.get("lora_targets") or []
+    parts += [t.replace("_", "") for t in ("lm_head", "embed_tokens") if t in targets]
+    if extra.get("cross_entropy"):
+        parts.append(f"ce-{extra['cross_entropy']}")
+    if extra.get("optimizer_in_backward"):
+        parts.append("opt-in-bwd")
+    if extra.get("activation_offloading"):
+        parts.append("offload")
     return "/".join(parts)
+
+
+def family(case_scenario: dict[str, Any]) -> str:
+    """full FT / LoRA / inference / savers / master-weight family of a case (per-family figures)."""
+    s = case_scenario
+    if s["task"] == "inference":
+        return "inference"
+    if s["task"] in ("dpo", "grpo", "ppo"):
+        return "RL (DPO / GRPO update)"
+    if any(s.get(n) for n in SAVER_FIELDS):
+        return "memory savers"
+    if s.get("precision_recipe") == "mixed":
+        return "master-weight step"
+    if s["task"] == "lora":
+        return "LoRA with dropout" if s.get("lora_dropout") else "LoRA / DoRA"
+    return "full fine-tuning"
 
 
 def all_cases() -> list[Case]:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.cases import QUICK_IDS, Case, all_cases
+from benchmarks.accuracy.cases import QUICK_IDS, Case, all_cases, family
 from tools.scenario import Scenario
 from tools.units import GiB
 
@@ -35,7 +35,9 @@ SUMMARY_JSON = HERE.parents[1] / "tools" / "accuracy_summary.json"
 DOCS_MD = HERE.parents[1] / "docs" / "accuracy.md"
 DOCS_INTRO = HERE / "accuracy_intro.md"  # hand-written part of docs/accuracy.md (method, standing)
 UNDERESTIMATE_LIMIT_PCT = 5.0
-TARGETS = {"median": 3.0, "p90": 6.0, "worst": 10.0}  # issue 3, against traced truth
+STRICT_UNDERESTIMATE_PCT = 3.0  # no underestimate beyond 3% (the current target)
+TARGETS = {"median": 1.0, "p90": 3.0, "worst": 6.0}  # against traced truth, over every scored case
+RL_TASKS = ("ppo", "grpo", "dpo")
 
 
 # ----------------------------------------------------------------------------- tracing
@@ -105,9 +107,14 @@ def load_traced(path: Path = TRACED_JSON) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- comparison
 def _estimate_bytes(scenario: dict[str, Any]) -> int:
+    """The estimate's tensor peak; for RL jobs the largest phase but the rollout: the tracer runs the
+    reference scoring and the policy update (generation is measured by the inference cases)."""
     from tools.estimator import estimate
 
-    return estimate(Scenario.model_validate(scenario), plan=False).per_gpu.tensor_peak_bytes
+    est = estimate(Scenario.model_validate(scenario), plan=False)
+    if scenario.get("task") in RL_TASKS:
+        return max(p.tensor_bytes for p in est.per_gpu.phases if p.phase != "rollout")
+    return est.per_gpu.tensor_peak_bytes
 
 
 def compare(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,6 +123,7 @@ def compare(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = {
             "id": rec["id"],
             "split": rec["split"],
+            "family": family(rec["scenario"]),
             "truth_bytes": rec["truth_bytes"],
             "estimate_bytes": None,
             "error_pct": None,
@@ -171,7 +179,25 @@ def summarize(rows: list[dict[str, Any]], scope: str) -> dict[str, Any]:
         "worst_case": worst["id"] if worst else None,
         "worst_error_pct": round(worst["error_pct"], 2) if worst else None,
         "underestimates_beyond_5pct": sum(1 for r in scored if r["error_pct"] < -UNDERESTIMATE_LIMIT_PCT),
+        "underestimates_beyond_3pct": sum(1 for r in scored if r["error_pct"] < -STRICT_UNDERESTIMATE_PCT),
     }
+
+
+FAMILY_ORDER = (
+    "full fine-tuning",
+    "master-weight step",
+    "LoRA / DoRA",
+    "LoRA with dropout",
+    "memory savers",
+    "inference",
+    "RL (DPO / GRPO update)",
+)
+
+
+def family_summaries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = {r["family"] for r in rows}
+    order = [f for f in FAMILY_ORDER if f in found] + sorted(found - set(FAMILY_ORDER))
+    return [summarize([r for r in rows if r["family"] == f], f"family {f}") for f in order]
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
@@ -192,8 +218,9 @@ def format_summary(s: dict[str, Any]) -> str:
     return (
         f"{s['scope']}: {s['cases']} cases, median |error| {s['median_abs_error_pct']:.1f}%, "
         f"p90 {s['p90_abs_error_pct']:.1f}%, worst {s['worst_error_pct']:+.1f}% ({s['worst_case']}), "
-        f"mean signed {s['mean_signed_error_pct']:+.1f}%, underestimates beyond 5%: "
-        f"{s['underestimates_beyond_5pct']}, not estimable: {s['not_estimable']}"
+        f"mean signed {s['mean_signed_error_pct']:+.1f}%, underestimates beyond 3%: "
+        f"{s['underestimates_beyond_3pct']} (beyond 5%: {s['underestimates_beyond_5pct']}), "
+        f"not estimable: {s['not_estimable']}"
         + (f", excluded (CPU kernel is not the GPU's): {s['excluded']}" if s.get("excluded") else "")
     )
 
@@ -219,6 +246,7 @@ def write_summary(
         "held_out_median_abs_error_pct": held_out["median_abs_error_pct"],
         "held_out_p90_abs_error_pct": held_out["p90_abs_error_pct"],
         "underestimates_beyond_5pct": overall["underestimates_beyond_5pct"],
+        "underestimates_beyond_3pct": overall["underestimates_beyond_3pct"],
         "cases": overall["cases"],
         **_published_fields(published),
         "truth": "traced peak of the real transformers model (vramwise trace, fake tensors)",
@@ -271,6 +299,12 @@ def write_docs(
         "",
         *[f"- {format_summary(s)}" for s in summaries],
         f"- {published_line}",
+        "",
+        "Per family (the same rows, grouped; pipeline-parallel schedules are modelled from Megatron's",
+        "code, not traced: the tracer measures one device):",
+        "",
+        *[f"- {format_summary(s)}" for s in family_summaries(rows)],
+        "",
         f"- targets vs traced truth: median <= {TARGETS['median']}%, p90 <= {TARGETS['p90']}%, "
         f"worst <= {TARGETS['worst']}%",
         "",
@@ -338,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_rows(rows))
         print()
         for s in summaries:
+            print(format_summary(s))
+        for s in family_summaries(rows):
             print(format_summary(s))
         print(published_line)
         for s in proposed:

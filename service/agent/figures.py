@@ -26,6 +26,13 @@ def figures_of(estimate: Estimate) -> set[int]:
     }
     figures |= {p.tensor_bytes for p in estimate.per_gpu.phases}
     figures |= {s.total_bytes for s in estimate.suggestions}
+    # byte figures an assumption states (e.g. what lora_dropout 0.05 would add): values named *_bytes
+    figures |= {
+        int(v)
+        for a in estimate.assumptions
+        for k, v in a.values.items()
+        if k.endswith("_bytes") and isinstance(v, int | float)
+    }
     if estimate.serving is not None:
         sv = estimate.serving
         figures |= {sv.reserved_bytes, sv.kv_cache_bytes, sv.kv_bytes_per_token}

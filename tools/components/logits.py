@@ -14,9 +14,15 @@ from tools.logits import SOURCE, inference_logits, training_logits
 
 
 def loss_logits(ts: TrainStep) -> At:
-    """The loss tensors at the end of forward and in the loss backward (none off the last stage)."""
+    """The loss tensors at the end of forward and in the loss backward (none off the last stage).
+    Chunked / fused linear cross-entropy: tools/components/savers.py cross_entropy_logits."""
     if not ts.stage.last:
         return {}
+    from tools.components.savers import cross_entropy_logits
+
+    saver = cross_entropy_logits(ts)
+    if saver is not None:
+        return saver
     tokens = ts.batch * max(1, ts.seq // ts.lay.cp)
     softcap = ts.recipe.activation_bytes if ts.arch.final_logit_softcapping else 0
     return {
@@ -31,6 +37,11 @@ def loss_logits_part(ts: TrainStep, at: At, recompute_moment: bool) -> PhasedCom
         return None
     if recompute_moment:
         at = {ph: e for ph, e in at.items() if ph != "backward"}
+    from tools.components.savers import CE_LABELS, SAVER_SOURCES
+
+    ce = ts.rs.scenario.cross_entropy or "standard"
+    if ce in CE_LABELS:
+        return phased("logits", CE_LABELS[ce], SAVER_SOURCES[ce], at, ts.role)
     return phased("logits", "logits and loss (fp32 upcast)", SOURCE, at, ts.role)
 
 

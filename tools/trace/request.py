@@ -10,8 +10,8 @@ from tools.architecture import Architecture
 from tools.errors import ScenarioError
 from tools.scenario import Scenario
 
-TRACEABLE_TASKS = ("inference", "full_finetune", "pretrain", "lora")
-TRACEABLE_RECIPES = ("fp32", "amp", "bf16")
+TRACEABLE_TASKS = ("inference", "full_finetune", "pretrain", "lora", "dpo", "grpo")
+TRACEABLE_RECIPES = ("fp32", "amp", "bf16", "mixed")
 # catalog family -> transformers family in tools/trace/build.py (others: chosen from the architecture)
 CATALOG_FAMILIES = {
     "llama": "llama",
@@ -45,6 +45,10 @@ class TracePlan:
     lora_targets: list[str]
     dora: bool
     max_new_tokens: int
+    lora_dropout: float = 0.0
+    loss: str = "hf"  # hf | chunked | fused_linear
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
     assumptions: list[str] = field(default_factory=list)
 
 
@@ -70,20 +74,20 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         why = (
             "bitsandbytes 4-bit kernels do not run on fake CPU tensors"
             if task == "qlora"
-            else "RL/DPO jobs are several models; trace each model separately"
+            else "PPO's actor and critic updates are not traced (DPO and GRPO are)"
         )
         raise ScenarioError("task", f"{task} cannot be traced: {why}", accepted=", ".join(TRACEABLE_TASKS))
     for name in ("tp", "pp", "cp", "ep"):
         if (getattr(s, name) or 1) > 1:
             raise ScenarioError(name, "trace measures one device; parallelism is not traced", accepted="1")
-    if (s.zero_stage or 0) > 0 or (s.num_gpus or 1) > 1:
+    if (s.zero_stage or 0) > 1 or (s.num_gpus or 1) > 1:
         raise ScenarioError("num_gpus", "trace measures one device without sharding", accepted="1")
     if s.optimizer not in (None, "adamw"):
         raise ScenarioError("optimizer", "trace runs torch.optim.AdamW(fused=True)", accepted="adamw")
     weight_dtype = s.weight_dtype or ("fp32" if s.precision_recipe in ("fp32", "amp") else "bf16")
     if weight_dtype not in ("fp32", "bf16", "fp16"):
         raise ScenarioError("weight_dtype", "trace builds unquantised models", accepted="fp32, bf16, fp16")
-    if task == "lora":
+    if task == "lora" or (task in ("dpo", "grpo") and s.lora_rank):
         recipe = "amp"  # bf16 autocast (Trainer bf16=True) over the frozen base and fp32 adapters
         weight_dtype = s.weight_dtype or "bf16"
     elif task == "inference":
@@ -101,6 +105,17 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         attention = "eager"  # transformers' Gemma2 has no SDPA path (attention logit soft-capping)
         notes.append("attention not stated: eager (Gemma-2)")
     checkpointing = bool(s.gradient_checkpointing or s.recompute == "full")
+    if s.activation_offloading and not checkpointing:
+        raise ScenarioError(
+            "activation_offloading",
+            "offloading is traced with checkpointing (torchtune warns against it without)",
+            accepted="with gradient_checkpointing",
+        )
+    if s.optimizer_in_backward and s.precision_recipe == "mixed":
+        raise ScenarioError("optimizer_in_backward", "not with a master-weight wrapper", accepted="false")
+    for name in ("packing", "fp8_training"):
+        if getattr(s, name):
+            raise ScenarioError(name, f"{name} is not traced (modelled from its source)", accepted="false")
     if s.recompute == "selective":
         raise ScenarioError("recompute", "selective recompute is not traced", accepted="none, full")
     batch = s.batch_size or 1
@@ -119,9 +134,13 @@ def plan_from_scenario(s: Scenario) -> TracePlan:
         seq_len=seq,
         gradient_checkpointing=checkpointing,
         attention=attention,
-        lora_rank=s.lora_rank or (8 if task == "lora" else None),
+        lora_rank=s.lora_rank or (8 if task == "lora" else None),  # RL: LoRA only when a rank is stated
         lora_targets=list(s.lora_targets or ["q_proj", "v_proj"]),
         dora=s.dora,
         max_new_tokens=s.max_new_tokens if s.max_new_tokens is not None else 4,
+        lora_dropout=float(s.lora_dropout or 0.0) if (task == "lora" or s.lora_rank) else 0.0,
+        loss={"chunked": "chunked", "fused_linear": "fused_linear"}.get(s.cross_entropy or "", "hf"),
+        optimizer_in_backward=bool(s.optimizer_in_backward),
+        activation_offload=bool(s.activation_offloading),
         assumptions=notes,
     )

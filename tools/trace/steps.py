@@ -9,7 +9,11 @@ Each follows what the reference stack does on a GPU:
 - recipes: fp32; amp = fp32 weights + `torch.autocast(bfloat16)` around the forward (Trainer
   `bf16=True`); bf16 = pure bf16 weights, grads and AdamW states.
 - LoRA/DoRA: PEFT `get_peft_model` on a frozen base (adapters upcast to fp32, PEFT's default
-  `autocast_adapter_dtype=True`), lora_dropout=0.
+  `autocast_adapter_dtype=True`), `lora_dropout` as requested (0 unless stated); `lm_head` /
+  `embed_tokens` targets through PEFT's Linear / Embedding LoRA layers.
+- savers (tools/trace/savers.py): torchtune's chunked cross-entropy, Liger's fused linear
+  cross-entropy, torchtune's optimizer-in-backward and activation offloading; recipe `mixed`: a
+  DeepSpeed master-weight step (BF16_Optimizer for bf16 weights, FP16_Optimizer for fp16).
 - inference: prefill with a DynamicCache and `logits_to_keep=1` (as `generate` does), then greedy
   decode steps, under `torch.no_grad()`.
 """
@@ -26,16 +30,25 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tools.architecture import Architecture
 from tools.trace.build import build_model, family_for
+from tools.trace.savers import (
+    MasterWeightStep,
+    chunked_ce_loss,
+    fused_linear_ce_loss,
+    offload_saved_tensors,
+    register_optimizer_in_backward,
+)
 from tools.trace.tracker import (
     GRADIENTS,
     KV_CACHE,
+    MASTER_WEIGHTS,
     OPTIMIZER_STATES,
     PARAMETERS,
     MemoryTracker,
     TraceReport,
 )
 
-TRAIN_TASKS = ("full_finetune", "pretrain", "lora")
+TRAIN_TASKS = ("full_finetune", "pretrain", "lora", "dpo", "grpo")
+RL_TASKS = ("dpo", "grpo")
 
 
 @dataclass
@@ -54,6 +67,14 @@ class TraceRequest:
     lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
     dora: bool = False
     max_new_tokens: int = 4
+    lora_dropout: float = 0.0
+    loss: str = "hf"  # hf | chunked (torchtune CEWithChunkedOutputLoss) | fused_linear (Liger)
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
+    # recipe mixed: DeepSpeed's wrapper at ZeRO-0 is FP16_Optimizer for fp16 AND bf16 weights (engine.py
+    # _do_optimizer_sanity_check -> FP16 / DDP_BFLOAT16 -> _configure_fp16_optimizer); "bf16" traces
+    # BF16_Optimizer (ZeRO-0 with pipeline parallelism, or ZeRO-1 with grad_accum_dtype fp32)
+    master_style: str = "fp16"
     steps: int = 2
     family: str | None = None
     fake: bool = True  # False: real CPU tensors (tracker validation on tiny configs)
@@ -83,6 +104,10 @@ class TraceResult:
             "lora_targets": r.lora_targets if r.lora_rank else None,
             "dora": r.dora,
             "max_new_tokens": r.max_new_tokens if r.task == "inference" else None,
+            "lora_dropout": r.lora_dropout if r.lora_rank else None,
+            "loss": r.loss,
+            "optimizer_in_backward": r.optimizer_in_backward,
+            "activation_offload": r.activation_offload,
             "fake_tensors": r.fake,
             **self.report.as_dict(),
             "kernels": self.kernels,
@@ -100,6 +125,8 @@ GPU_DIFFERENCES = (
     "memory-efficient for fp32 without GQA: output + fp32 log-sum-exp; math with materialised scores "
     "for fp32 with GQA); the FlashAttention-2 package (attn_implementation=flash_attention_2) is not traced",
     "eager attention materialises the same a*s*s scores on CPU and GPU",
+    "dropout (PEFT lora_dropout > 0) runs ATen native_dropout, the fused kernel CUDA picks (1-byte mask "
+    "saved); CPU's own fallback would save a noise tensor of the input dtype",
 )
 
 
@@ -133,8 +160,10 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
 def _model_dtype(req: TraceRequest) -> str:
     if req.task == "inference":
         return req.weight_dtype
-    if req.task == "lora":
+    if req.task == "lora" or (req.task in RL_TASKS and req.lora_rank):
         return req.weight_dtype  # frozen base as loaded (bf16 for a LoRA run)
+    if req.recipe == "mixed":  # DeepSpeed master-weight step over 16-bit weights
+        return req.weight_dtype if req.weight_dtype in ("bf16", "fp16") else "bf16"
     return {"fp32": "fp32", "amp": "fp32", "bf16": "bf16"}[req.recipe]
 
 
@@ -169,7 +198,7 @@ def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
     from peft import get_peft_model
     from peft.tuners.tuners_utils import BaseTunerLayer
 
-    config = lora_config(req.lora_rank, req.lora_targets, req.dora)
+    config = lora_config(req.lora_rank, req.lora_targets, req.dora, dropout=req.lora_dropout)
     original_to = torch.nn.Module.to
 
     def to_same_device_is_noop(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -197,8 +226,9 @@ def _apply_lora(model: torch.nn.Module, req: TraceRequest) -> torch.nn.Module:
             ) from exc
 
 
-def lora_config(lora_rank: int | None, lora_targets: Any, dora: bool) -> Any:
-    """The PEFT LoraConfig every traced (and GPU-measured) LoRA/DoRA job uses: alpha 2r, dropout 0."""
+def lora_config(lora_rank: int | None, lora_targets: Any, dora: bool, dropout: float = 0.0) -> Any:
+    """The PEFT LoraConfig every traced (and GPU-measured) LoRA/DoRA job uses: alpha 2r, dropout as
+    stated (0 by default, PEFT's and LLaMA-Factory's default)."""
     from peft import LoraConfig
 
     # PEFT resolves "all-linear" itself: every Linear/Conv1D except the output layer
@@ -209,7 +239,7 @@ def lora_config(lora_rank: int | None, lora_targets: Any, dora: bool) -> Any:
         r=rank,
         lora_alpha=2 * rank,
         target_modules=targets,
-        lora_dropout=0.0,
+        lora_dropout=float(dropout),
         use_dora=dora,
         task_type="CAUSAL_LM",
     )
@@ -231,18 +261,110 @@ def training_setup(model: torch.nn.Module, gradient_checkpointing: bool) -> torc
     return torch.optim.AdamW(trainable, lr=1e-5, fused=True)
 
 
-def _train(model: torch.nn.Module, req: TraceRequest, tracker: MemoryTracker) -> None:
+def _loss(model: torch.nn.Module, ids: torch.Tensor, req: TraceRequest) -> torch.Tensor:
+    if req.loss == "chunked":
+        return chunked_ce_loss(model, ids)
+    if req.loss == "fused_linear":
+        return fused_linear_ce_loss(model, ids)
+    return model(input_ids=ids, labels=ids).loss
+
+
+class NullTracker:
+    """The tracker interface doing nothing: the same programs measured by another means (gpu_measure.py)."""
+
+    def mark(self, phase: str) -> None:
+        pass
+
+    def note(self, category: str, tensors: Any) -> None:
+        pass
+
+    def set_autocast(self, active: bool) -> None:
+        pass
+
+
+def train_program(
+    model: torch.nn.Module, ref_model: torch.nn.Module | None, req: TraceRequest, tracker: Any, device: str
+) -> None:
+    """The training program of `req` (SFT / LoRA with its savers, DPO / GRPO) on `device`."""
+    if req.task in RL_TASKS:
+        _train_rl(model, ref_model, req, tracker, device)
+    else:
+        _train(model, req, tracker, device)
+
+
+def _train(model: torch.nn.Module, req: TraceRequest, tracker: Any, device: str = "cpu") -> None:
     optimizer = training_setup(model, req.gradient_checkpointing)
     trainable = [p for group in optimizer.param_groups for p in group["params"]]
+    master: MasterWeightStep | None = None
+    in_bwd: dict[Any, Any] = {}
+    if req.recipe == "mixed":
+        optimizer = None  # the DeepSpeed wrapper owns the step
+        master = MasterWeightStep(trainable, req.master_style)
+        tracker.note(PARAMETERS, [master.flat16])  # the 16-bit params are now views of this flat buffer
+        tracker.note(MASTER_WEIGHTS, [master.master])
+        if master.hp_grads is not None:
+            tracker.note(GRADIENTS, [master.hp_grads])
+    elif req.optimizer_in_backward:
+        optimizer = None
+        in_bwd = register_optimizer_in_backward(trainable)
     vocab = model.config.vocab_size
-    ids = torch.randint(0, vocab, (req.batch_size, req.seq_len))
+    ids = torch.randint(0, vocab, (req.batch_size, req.seq_len), device=device)
     autocast = req.recipe == "amp"
     for _ in range(req.steps):
         tracker.mark("forward")
         tracker.set_autocast(autocast)
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else nullcontext()
-        with ctx:
-            loss = model(input_ids=ids, labels=ids).loss
+        ctx = torch.autocast(ids.device.type, dtype=torch.bfloat16) if autocast else nullcontext()
+        offload = offload_saved_tensors() if req.activation_offload else nullcontext()
+        with ctx, offload:
+            loss = _loss(model, ids, req)
+        tracker.set_autocast(False)
+        tracker.mark("backward")
+        loss.backward()
+        del loss
+        tracker.note(GRADIENTS, [p.grad for p in trainable])
+        tracker.mark("optimizer")
+        if master is not None:
+            master.backward_epilogue()
+            master.step()
+            tracker.note(OPTIMIZER_STATES, master.states())
+            master.zero_grad()
+        elif optimizer is not None:
+            optimizer.step()
+            tracker.note(OPTIMIZER_STATES, [t for s in optimizer.state.values() for t in s.values()])
+            optimizer.zero_grad(set_to_none=True)
+        else:
+            states = [t for o in in_bwd.values() for s in o.state.values() for t in s.values()]
+            tracker.note(OPTIMIZER_STATES, states)
+    tracker.mark("end")
+
+
+def _train_rl(
+    model: torch.nn.Module,
+    ref_model: torch.nn.Module | None,
+    req: TraceRequest,
+    tracker: Any,
+    device: str = "cpu",
+) -> None:
+    """DPO / GRPO update steps (tools/trace/rl_steps.py): reference scoring + policy update."""
+    from tools.trace.rl_steps import dpo_loss_step, grpo_loss_step, grpo_reference_logps
+
+    optimizer = training_setup(model, req.gradient_checkpointing)
+    trainable = [p for group in optimizer.param_groups for p in group["params"]]
+    vocab = model.config.vocab_size
+    autocast = req.recipe == "amp"
+    rows = 2 * req.batch_size if req.task == "dpo" else req.batch_size
+    ids = torch.randint(0, vocab, (rows, req.seq_len), device=device)
+    keep = max(1, min(req.seq_len - 1, req.max_new_tokens))
+    for _ in range(req.steps):
+        tracker.set_autocast(autocast)
+        if req.task == "dpo":
+            tracker.mark("forward")
+            loss = dpo_loss_step(model, ref_model, ids, autocast)
+        else:
+            tracker.mark("score_reference")
+            ref_logps = grpo_reference_logps(model, ref_model, ids, keep, autocast)
+            tracker.mark("forward")
+            loss = grpo_loss_step(model, ids, keep, ref_logps, autocast)
         tracker.set_autocast(False)
         tracker.mark("backward")
         loss.backward()
@@ -285,7 +407,9 @@ def gpu_sdpa_backend(req: TraceRequest) -> str:
     use_gqa_in_sdpa); anything else runs the math kernel, which materialises the scores."""
     if req.attention != "sdpa":
         return "eager"
-    compute_fp32 = _model_dtype(req) == "fp32" and req.recipe != "amp" and req.task != "lora"
+    compute_fp32 = (
+        _model_dtype(req) == "fp32" and req.recipe != "amp" and req.task != "lora" and not req.lora_rank
+    )
     if not compute_fp32:
         return "flash"
     gqa = req.architecture.kv_heads < req.architecture.num_attention_heads
@@ -330,6 +454,21 @@ def _no_packing(original: Any) -> Any:
     return find
 
 
+def _gpu_dropout(original: Any) -> Any:
+    """F.dropout as a CUDA GPU runs it. ATen's `dropout` (aten/src/ATen/native/Dropout.cpp) takes the
+    fused `native_dropout` kernel only when `is_fused_kernel_acceptable` (CUDA/XPU inputs): it saves a
+    1-byte bool mask. On CPU it falls back to `_dropout`: a noise tensor of the INPUT dtype (4 B per
+    element for PEFT's fp32 LoRA path) multiplied in and saved. The trace calls native_dropout, which
+    runs on CPU too, so the saved mask has the GPU's size."""
+
+    def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+        if not training or p <= 0.0 or p >= 1.0 or inplace:
+            return original(input, p, training, inplace)
+        return torch.native_dropout(input, p, True)[0]
+
+    return dropout
+
+
 def trace(req: TraceRequest) -> TraceResult:
     """Run the request's program under the tracker and return the measured peak."""
     fam = family_for(req.architecture, req.family)
@@ -366,16 +505,25 @@ def trace(req: TraceRequest) -> TraceResult:
         fake_mode if fake_mode is not None else nullcontext(),
         mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", skip),
         mock.patch.object(masking_utils, "find_packed_sequence_indices", packing),
+        mock.patch.object(torch.nn.functional, "dropout", _gpu_dropout(torch.nn.functional.dropout)),
         sdpa_kernel(_sdpa_backends(gpu_backend)),
         warnings.catch_warnings(),
     ):
         warnings.simplefilter("ignore", FutureWarning)  # transformers v5 renames (cache=, activation_*)
-        if req.task == "lora":
-            model = _apply_lora(model, req)
+        ref_model = None
+        if req.task == "lora" or (req.task in RL_TASKS and req.lora_rank):
+            model = _apply_lora(model, req)  # RL + LoRA: the reference is the policy, adapters disabled
+        elif req.task in RL_TASKS:  # a frozen copy of the policy (TRL create_reference_model)
+            ref_model = build_model(req.architecture, dtype, req.attention, fake_mode, family=fam.name)
+            ref_model.eval().requires_grad_(False)
         with tracker:
             tracker.note(PARAMETERS, [*model.parameters(), *model.buffers()])
+            if ref_model is not None:
+                tracker.note(PARAMETERS, [*ref_model.parameters(), *ref_model.buffers()])
             if req.task == "inference":
                 _generate(model, req, tracker)
+            elif req.task in RL_TASKS:
+                _train_rl(model, ref_model, req, tracker)
             else:
                 _train(model, req, tracker)
     report = tracker.report()
@@ -406,6 +554,10 @@ def request_from_plan(plan: Any, fake: bool = True, steps: int = 2) -> TraceRequ
         lora_targets=list(plan.lora_targets),
         dora=plan.dora,
         max_new_tokens=plan.max_new_tokens,
+        lora_dropout=plan.lora_dropout,
+        loss=plan.loss,
+        optimizer_in_backward=plan.optimizer_in_backward,
+        activation_offload=plan.activation_offload,
         steps=steps,
         family=plan.family,
         fake=fake,
