@@ -57,6 +57,7 @@ format: install-test
 bench: install-test
 	$(BIN)/python benchmarks/estimator_speed.py
 	$(BIN)/python benchmarks/answer_latency.py
+	$(BIN)/python benchmarks/answer_length.py
 	$(BIN)/python -m benchmarks.accuracy.run
 	$(BIN)/python benchmarks/load_chat.py
 	$(BIN)/python benchmarks/slack_load.py

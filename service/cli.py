@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer a question (offline agent unless an LLM is configured)")
     ask.add_argument("question", help="the question, in English or Chinese")
     ask.add_argument("--json", action="store_true", help="print one Answer object")
+    ask.add_argument(
+        "--detail",
+        action="store_true",
+        help="stream the full cited breakdown (every component's formula, substitution and source)",
+    )
     ask.add_argument("--offline", action="store_true", help="force the offline agent")
     ask.add_argument("--language", choices=["en", "zh"], default=None)
 

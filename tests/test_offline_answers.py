@@ -254,7 +254,8 @@ def test_cli_ask_json_prints_one_answer_object() -> None:
     )
     assert code == 0, err.getvalue()
     data = json.loads(out.getvalue())
-    assert set(data) >= {"question", "language", "scenario", "estimate", "answer"}
+    assert set(data) >= {"question", "language", "scenario", "estimate", "answer", "summary"}
+    assert data["answer"].startswith(data["answer"].split("\n\n")[0]) and data["summary"] in data["answer"]
     assert data["language"] == "en" and data["scenario"]["task"] == "qlora"
     assert fmt_gib(data["estimate"]["per_gpu"]["total_bytes"]) in data["answer"]
 
@@ -267,7 +268,18 @@ def test_cli_ask_streams_text_and_honours_language() -> None:
         err,
     )
     assert code == 0
-    assert "结论" in out.getvalue()
+    text = out.getvalue()
+    assert "放得下" in text and "--detail" in text and "公式：" not in text  # the summary by default
+    assert len(text.strip().splitlines()) <= 7
+    out = io.StringIO()
+    code = run_ask(
+        Namespace(
+            question="Llama-3-8B inference on one 4090", json=False, offline=True, language="zh", detail=True
+        ),
+        out,
+        err,
+    )
+    assert code == 0 and "结论" in out.getvalue() and "公式：" in out.getvalue()
 
 
 def test_cli_ask_bad_input_exits_2_with_one_line() -> None:
@@ -283,18 +295,21 @@ def test_cli_ask_bad_input_exits_2_with_one_line() -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_chinese_answers_show_the_accuracy_note_in_chinese() -> None:
-    from service.agent.render import accuracy_text
+def test_the_accuracy_bound_is_said_once_briefly_in_each_language() -> None:
     from tools.accuracy import accuracy_bound
 
     b = accuracy_bound()
     zh = done(collect("一张4090推理Llama-3-8B，batch 1，上下文4096")).answer
     en = done(collect("Llama-3-8B inference on one 4090, batch 1, context 4096")).answer
     assert zh.estimate is not None and zh.estimate.accuracy == b  # the figures are data; the words are ours
-    assert f"准确度：{accuracy_text(b, 'zh')}" in zh.answer
-    assert f"通常误差在 {b.typical_pct}% 以内" in zh.answer and f"在 {b.cases} 个实测" in zh.answer
-    assert "Tensor-peak estimates" not in zh.answer
-    assert f"Accuracy: {accuracy_text(b, 'en')}" in en.answer and "准确度" not in en.answer
+    zh_line = f"准确度：通常与实测（trace）峰值相差 {b.typical_pct}% 以内（最差 {b.worst_abs_error_pct:.1f}%）；公式和来源见下文。"
+    en_line = (
+        f"Accuracy: typically within {b.typical_pct}% of the traced peak (worst {b.worst_abs_error_pct:.1f}%); "
+        "formulas and sources below."
+    )
+    assert zh.answer.count("准确度") == 1 and zh_line in zh.summary.splitlines()
+    assert en.answer.count("Accuracy:") == 1 and en_line in en.summary.splitlines()
+    assert "Tensor-peak estimates" not in zh.answer and "准确度" not in en.answer
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

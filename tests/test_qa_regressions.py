@@ -128,7 +128,8 @@ def test_suggestion_lines_are_clean_and_human_in_both_languages() -> None:
     )
     for text in (en, zh):
         assert "GPU(s)" not in text and "fidelity rank" not in text and "step time x" not in text
-        assert text.count("68.05 GiB") == 1 and "68.0 GiB" not in text
+        # once in the suggestion list, once as the summary's cheapest fix
+        assert text.count("68.05 GiB") == 2 and "68.0 GiB" not in text
     lora = next(s for s in e.suggestions if s.scenario_changes.get("task") == "lora")
     assert change_text(lora, "en", e.scenario) == "LoRA r=16 on all linear layers (frozen 16-bit base)"
     assert (
@@ -544,9 +545,9 @@ FILLED_REASONS = [
     ),
     (
         "ollama 跑 qwen2.5:14b 在 4090 上",
-        "- 权重精度 = int4：ollama 的默认模型标签是 4 位 GGUF 量化（Q4_0 / Q4_K_M）；要按其他精度计算请写明标签，"
+        "- 权重精度 = q4_k_m：ollama 的默认模型标签是 4 位 GGUF 量化（Q4_K_M，约 4.8 bpw）；要按其他精度计算请写明标签，"
         "如 q8_0 或 fp16",
-        "- weight_dtype = int4: ollama's default model tags are 4-bit GGUF quantisations (Q4_0 / Q4_K_M); "
+        "- weight_dtype = q4_k_m: ollama's default model tags are 4-bit GGUF quantisations (Q4_K_M, about 4.8 bits per weight); "
         "name a tag such as q8_0 or fp16 for another precision",
     ),
     (
@@ -646,6 +647,8 @@ def test_every_filled_reason_code_has_a_template_in_both_languages() -> None:
             "rl_lora_rank",
             "gpu_alias",
             "model_from_size",
+            "task_from_training_words",
+            "architecture_from_shapes",
             "model_built_for_size",
             "lora_dropout_default",
         }
@@ -657,4 +660,4 @@ def test_an_ollama_q8_0_tag_is_8_bit_not_the_4_bit_default() -> None:
     from service.agent.offline.parser import parse_question
 
     parsed = parse_question("ollama run qwen2.5:14b-instruct-q8_0 on a 4090")
-    assert parsed.scenario["weight_dtype"] == "int8" and "weight_dtype" not in parsed.filled
+    assert parsed.scenario["weight_dtype"] == "q8_0" and "weight_dtype" not in parsed.filled

@@ -375,12 +375,24 @@ class ShorterSequence:
         return Move(f"halve the {what} to {n // 2}", {"seq_len": n // 2}, FIDELITY_TASK_CHANGE)
 
 
+def megatron_layouts(s: Scenario) -> bool:
+    """Can the job use tensor/pipeline/sequence parallelism? Serving engines (vLLM, SGLang) shard by TP, and
+    full fine-tuning / pretraining may run on Megatron-LM; LoRA, QLoRA, DPO, GRPO and PPO run on PEFT/TRL
+    (HF Trainer, DeepSpeed, FSDP), which shard with ZeRO/FSDP and have no Megatron TP/SP: for those, TP/PP/SP
+    are proposed only when the question itself is Megatron-style (the megatron recipe or a stated TP/PP/SP)."""
+    if s.task not in ("lora", "qlora", "dpo", "grpo", "ppo"):
+        return True
+    return s.precision_recipe == "megatron" or (s.tp or 1) > 1 or (s.pp or 1) > 1 or bool(s.sequence_parallel)
+
+
 @dataclass(frozen=True)
 class TensorParallel:
     size: int
 
     def move(self, s: Scenario) -> Move | None:
         tp, pp = s.tp or 1, s.pp or 1
+        if not megatron_layouts(s):
+            return None
         if tp >= self.size or (s.num_gpus or 1) < self.size * pp or (s.num_gpus or 1) % (self.size * pp):
             return None
         return Move(
@@ -394,7 +406,7 @@ class PipelineParallel:
 
     def move(self, s: Scenario) -> Move | None:
         tp, pp = s.tp or 1, s.pp or 1
-        if s.task == "inference" or pp >= self.size:
+        if s.task == "inference" or pp >= self.size or not megatron_layouts(s):
             return None
         if (s.num_gpus or 1) < tp * self.size or (s.num_gpus or 1) % (tp * self.size):
             return None
@@ -614,7 +626,7 @@ def _layouts(s: Scenario, n: int, stated_fields: set[str]) -> list[dict[str, Any
         if "zero_stage" not in stated_fields and n // (tp * pp) > 1:
             lay["zero_stage"] = 3
         out.append(lay)
-    if "tp" not in stated_fields:
+    if "tp" not in stated_fields and megatron_layouts(s):
         new_tp = _tp_for(n // pp if n % pp == 0 else 1, heads, kv)
         if new_tp > tp and n % (new_tp * pp) == 0:
             lay = {"num_gpus": n, "tp": new_tp, "sequence_parallel": True}
@@ -779,7 +791,12 @@ def plan(
 
     scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
+    # "without offload" is a constraint of the question: no suggestion brings offload back
+    no_offload = [f for f in ("offload_optimizer", "offload_params") if getattr(stated, f) == "none"]
+
     def add(text: str, changes: dict[str, Any], est: Fit) -> None:
+        if any(changes.get(f) not in (None, "none") for f in no_offload):
+            return
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
         key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
@@ -838,6 +855,8 @@ def plan(
             groups: list[tuple[Any, ...]] = []
         elif s.task != "inference":
             groups: list[tuple[Any, ...]] = [(Checkpointing(), EightBitOptimizer())]
+            if not megatron_layouts(s):  # no TP/SP to split activations: a smaller micro-batch under ZeRO-3
+                groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
         else:
             groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
         for group in groups:

@@ -241,15 +241,13 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:
-        """GGUF and EXL2 name their own storage: the method follows from the dtype."""
+        """GGUF and EXL2 name their own storage (the resolver takes the method from the dtype)."""
         from tools.gguf import GGUF_DTYPES
 
         dtype = self.weight_dtype
         if dtype in GGUF_DTYPES or dtype == "exl2":
             method = "gguf" if dtype in GGUF_DTYPES else "exl2"
-            if self.quant_method is None:
-                self.quant_method = method
-            elif self.quant_method != method:
+            if self.quant_method not in (None, method):
                 raise ValueError(f"weight_dtype {dtype} is stored by {method}, not {self.quant_method}")
             if dtype == "exl2" and self.weight_bits is None:
                 raise ValueError(

@@ -21,6 +21,9 @@ class Answer(BaseModel):
     scenario: Scenario | None = None  # null for a conceptual question
     estimate: Estimate | None = None
     answer: str  # the full text the user saw
+    # its short first part (service/agent/summary.py): at most 6 lines, the verdict and the figure asked for;
+    # the rest of `answer` is the full cited breakdown
+    summary: str = ""
     agent: str = "offline"  # which brain answered: offline, llm, llm->offline (fallback)
     conversation_id: str | None = None
 

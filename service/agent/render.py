@@ -263,8 +263,16 @@ def no_effect_templates(language: str) -> dict[str, str]:
     return dict(json.loads(read_prompt(_lang(language), "no_effect.json")))
 
 
-def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
-    """The answer as lines (the offline agent streams them one by one)."""
+def render_answer_lines(estimate: Estimate, language: str, focus: str | None = None) -> list[str]:
+    """The answer as lines (the offline agent streams them one by one): the short summary
+    (service/agent/summary.py, the accuracy bound said there once), then the full cited breakdown."""
+    from service.agent.summary import summary_lines
+
+    return [*summary_lines(estimate, language, focus), "", *render_detail_lines(estimate, language)]
+
+
+def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
+    """The full cited breakdown: every component's formula, substitution and source."""
     lang = _lang(language)
     s = estimate.scenario
     gpu_memory = fmt_gib(estimate.gpu.memory_bytes)
@@ -296,14 +304,11 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     lines.append(_fill(lang, "text", "verdict_fits" if estimate.fits else "verdict_no_fit", **verdict_values))
     if estimate.per_gpu.gpu_role and lang == "en" and num_gpus > 1:
         lines.append(_fill(lang, "text", "gpu_role", role=estimate.per_gpu.gpu_role))
-    if estimate.min_gpus is not None:
-        how = ""
-        if estimate.min_gpus_changes is not None:
-            how = layout_text(estimate.min_gpus_changes, s, lang)
-        key = "min_gpus_how" if how else ("min_gpus_same" if estimate.min_gpus_changes == {} else "min_gpus")
-        lines.append(_fill(lang, "text", key, gpu=estimate.gpu.name, min_gpus=estimate.min_gpus, how=how))
-    elif not estimate.fits:
-        lines.append(_fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name))
+    from service.agent.summary import min_gpus_line  # one sentence for the summary and the breakdown
+
+    fewest = min_gpus_line(estimate, lang)
+    if fewest:
+        lines.append(fewest)
     if estimate.gpu.alias_note and not any(a.field == "gpu" for a in estimate.assumptions):
         lines.append(
             _fill(
@@ -389,9 +394,6 @@ def render_answer_lines(estimate: Estimate, language: str) -> list[str]:
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
-    accuracy = _accuracy_text(estimate, lang)
-    if accuracy:
-        lines += ["", _fill(lang, "text", "accuracy", note=accuracy)]
     return [line for line in lines if line is not None]
 
 
@@ -587,7 +589,15 @@ def concept_values(estimate: Estimate | None, prefix: str = "") -> dict[str, str
         if estimate.params_trainable:
             values[f"{prefix}bytes_per_param"] = f"{total_states / estimate.params_trainable:.1f}"
     if estimate.serving is not None:
-        values[f"{prefix}kv_per_token"] = _fmt_small(estimate.serving.kv_bytes_per_token)
+        sv = estimate.serving
+        values[f"{prefix}kv_per_token"] = _fmt_small(sv.kv_bytes_per_token)
+        values[f"{prefix}reserved"] = fmt_gib(sv.reserved_bytes)
+        values[f"{prefix}kv_pool"] = fmt_gib(sv.kv_cache_bytes)
+        values[f"{prefix}max_kv_tokens"] = f"{sv.max_kv_tokens:,}"
+        values[f"{prefix}max_seqs"] = f"{sv.max_concurrent_sequences:,}"
+        values[f"{prefix}utilization"] = f"{sv.gpu_memory_utilization:.2f}"
+    values[f"{prefix}gpu_memory"] = fmt_gib(estimate.gpu.memory_bytes)
+    values[f"{prefix}fits"] = _tpl("en", "text", "fits_word" if estimate.fits else "no_fit_word")
     return values
 
 

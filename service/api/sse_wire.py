@@ -223,6 +223,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             "null" if a.estimate is None else json_of(a.estimate),
             head,
             tail,
+            a.summary,
         )
     return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
 
@@ -246,9 +247,14 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
         est._frames = wire[2].encode()
         return est
     if kind == "done":
-        _, question, language, text, agent, cid, scenario, estimate, head, tail = wire
+        _, question, language, text, agent, cid, scenario, estimate, head, tail, *rest = wire
         answer = EncodedAnswer.model_construct(
-            question=question, language=language, answer=text, agent=agent, conversation_id=json.loads(cid)
+            question=question,
+            language=language,
+            answer=text,
+            agent=agent,
+            conversation_id=json.loads(cid),
+            summary=rest[0] if rest else "",
         )
         answer._lazy_json = {"scenario": scenario, "estimate": estimate}
         for name in answer._lazy_json:  # model_construct filled in their defaults (None): read lazily instead

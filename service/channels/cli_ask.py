@@ -1,7 +1,9 @@
-"""`vramwise ask "QUESTION" [--json] [--offline] [--language en|zh]`.
+"""`vramwise ask "QUESTION" [--detail] [--json] [--offline] [--language en|zh]`.
 
-Streams the answer to the terminal as tokens arrive; `--json` prints one Answer object
-(docs/reference.md). Bad input: exit code 2 and one line on stderr, never a traceback.
+An estimate is answered with its short summary (verdict, per-GPU figure, biggest parts, cheapest fix)
+and a hint line; `--detail` streams the full cited breakdown as tokens arrive; a concept or list answer
+is printed whole. `--json` prints one Answer object (docs/reference.md; `summary` and the full `answer` both).
+Bad input: exit code 2 and one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     agent = build_agent(Settings(), force_offline=bool(getattr(args, "offline", False)))
     as_json = bool(getattr(args, "json", False))
+    detail = bool(getattr(args, "detail", False))
     async for event in agent.stream(args.question, ConversationState(), getattr(args, "language", None)):
-        if isinstance(event, TokenEvent) and not as_json:
+        if isinstance(event, TokenEvent) and detail and not as_json:
             out.write(event.text)
             out.flush()
         elif isinstance(event, NoticeEvent):
@@ -34,13 +37,24 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(" ".join(event.message.split()) + "\n")
             return EXIT_BAD_INPUT
         elif isinstance(event, DoneEvent):
+            answer = event.answer
             if as_json:
-                out.write(event.answer.model_dump_json(indent=2) + "\n")
-            elif not event.answer.answer.endswith("\n"):
+                out.write(answer.model_dump_json(indent=2) + "\n")
+            elif not detail:
+                short = answer.estimate is not None and bool(answer.summary)
+                text = (answer.summary + "\n" + _hint(answer.language)) if short else answer.answer
+                out.write(text if text.endswith("\n") else text + "\n")
+            elif not answer.answer.endswith("\n"):
                 out.write("\n")
             return EXIT_OK
     err.write("ask: the agent ended without an answer\n")
     return EXIT_BAD_INPUT
+
+
+def _hint(language: str) -> str:
+    from service.agent.prompt_files import load_toml
+
+    return str(load_toml(language, "answer.toml").get("summary", {}).get("cli_hint", "")) + "\n"
 
 
 def run_ask(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:

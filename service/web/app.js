@@ -257,6 +257,7 @@
         break;
       case "done":
         turn.text = payload.answer;
+        turn.summary = payload.estimate ? payload.summary || "" : "";
         turn.agent = payload.agent || turn.agent;
         if (payload.scenario) turn.scenario = turn.scenario || payload.scenario;
         if (payload.estimate) turn.estimate = payload.estimate;
@@ -308,10 +309,23 @@
     for (const n of turn.notices) card.append(el("div", { class: "notice", text: `${t("notice")}: ${n}` }));
     if (turn.estimate) card.append(renderEstimate(turn.estimate, turn.display));
     const text = el("div", { class: "answer-text" + (turn.done ? "" : " streaming") });
-    if (turn.text) setAnswerText(text, turn.text);
-    else text.textContent = turn.done ? "" : t("thinking");
-    turn.view.text = text;
-    card.append(text);
+    const cut = turn.done && turn.summary ? turn.text.indexOf(turn.summary) : -1;
+    if (cut >= 0) {
+      // the short answer first; the full cited breakdown collapsed under it
+      const end = cut + turn.summary.length;
+      setAnswerText(text, turn.text.slice(0, end));
+      const more = el("details", { class: "answer-detail" }, el("summary", { text: t("show_formulas") }));
+      const body = el("div", { class: "answer-detail-text" });
+      setAnswerText(body, turn.text.slice(end).trim());
+      more.append(body);
+      turn.view.text = text;
+      card.append(text, more);
+    } else {
+      if (turn.text) setAnswerText(text, turn.text);
+      else text.textContent = turn.done ? "" : t("thinking");
+      turn.view.text = text;
+      card.append(text);
+    }
     if (turn.error) card.append(renderError(turn.error));
     if (turn.interrupted) { // a stored turn cut off before its answer finished: offer to ask it again
       const again = el("button", { type: "button", class: "ask-again", text: t("ask_again") });

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tools.errors import ScenarioError
 from tools.optimizers import OPTIMIZERS, OptimizerRule
 from tools.precision import RECIPES, Recipe
-from tools.quant import QUANTISED_DTYPES, WeightFormat, weight_format
+from tools.quant import INFERENCE_ONLY_METHOD, QUANTISED_DTYPES, WeightFormat, weight_format
 from tools.resolution.checks import check_quant_method, check_weight_dtype
 from tools.resolution.defaults import Filled
 from tools.resolution.task import uses_adapters
@@ -48,6 +48,8 @@ def default_weight_dtype(sc: Scenario, task: str, ref: ModelRef, gpu: GpuSpec, f
 
 def default_quant_method(sc: Scenario, task: str, weight_dtype: str, f: Filled) -> str | None:
     quant_method = sc.quant_method
+    if weight_dtype in INFERENCE_ONLY_METHOD:  # GGUF / EXL2 name their own storage
+        return INFERENCE_ONLY_METHOD[weight_dtype]
     if weight_dtype in QUANTISED_DTYPES and quant_method is None:
         if weight_dtype == "fp8":
             quant_method = "fp8"

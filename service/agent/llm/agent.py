@@ -35,8 +35,11 @@ from service.agent.events import (
 from service.agent.llm.endpoint import ChatModelHandle
 from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
 from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
+from service.agent.offline.asks import asked_figure
 from service.agent.offline.language import detect_language
+from service.agent.offline.parser import normalise
 from service.agent.prompt_files import read_prompt
+from service.agent.summary import summary_text, text_summary
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -291,6 +294,11 @@ class _Run:
             scenario=self.last_scenario,
             estimate=estimate,
             answer=text,
+            summary=(
+                summary_text(estimate, self.language, asked_figure(normalise(self.question)))
+                if estimate is not None
+                else text_summary(text)
+            ),
             agent=agent,
             conversation_id=self.state.conversation_id,
         )

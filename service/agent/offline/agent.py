@@ -45,6 +45,7 @@ from service.agent.render import (
     render_model_list,
     render_scenario_line,
 )
+from service.agent.summary import summary_text, text_summary
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -119,8 +120,8 @@ class OfflineAgent:
     ) -> AsyncIterator[AgentEvent]:
         stated = merge_followup(state.scenario, parsed)
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
-        if not has_subject and parsed.topic and not set(stated) - NO_EFFECT_FIELDS:
-            # "what about 3 epochs?" with nothing to modify: answer the concept instead
+        if not has_subject and parsed.topic:
+            # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
             lines = self._concept_lines(parsed.topic, lang)
             text = ""
             for chunk in chunk_lines(lines):
@@ -178,7 +179,7 @@ class OfflineAgent:
                 )
         _code_catalog_assumptions(estimate, stated)
         yield EstimateEvent(estimate=estimate)
-        for chunk in chunk_lines(render_answer_lines(estimate, lang)):
+        for chunk in chunk_lines(render_answer_lines(estimate, lang, parsed.asks)):
             text += chunk
             yield TokenEvent(text=chunk)
         yield DoneEvent(answer=self._answer(parsed, lang, text, state, scenario, estimate))
@@ -224,12 +225,14 @@ class OfflineAgent:
         scenario: Scenario | None,
         estimate: Estimate | None,
     ) -> Answer:
+        summary = summary_text(estimate, lang, parsed.asks) if estimate is not None else text_summary(text)
         return Answer(
             question=parsed.question,
             language=lang,
             scenario=scenario,
             estimate=estimate,
             answer=text,
+            summary=summary,
             agent=self.name,
             conversation_id=state.conversation_id,
         )

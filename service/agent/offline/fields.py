@@ -13,6 +13,7 @@ from typing import Any
 
 from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import float_value, plain_int, token_count
+from tools.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
 from tools.scenario import RL_TASKS
 
 Fields = dict[str, Any]
@@ -22,12 +23,21 @@ _NUM = r"(\d+(?:\.\d+)?)"
 _K = r"(\d+(?:\.\d+)?\s*k?)"
 _IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|改成|改为|换成|到|取)?\s*"
 _NEG = re.compile(
-    r"(?:without|no|disable[ds]?|turn(?:ed)?\s+off|not\s+using|不开|关闭|关掉|不用|不使用|没开|没有|不加|无)\s*$"
+    r"(?:without|w/o|no|not|never|disable[ds]?|turn(?:ed)?\s+off|switch(?:ed)?\s+off|not\s+using|don'?t\s+use"
+    r"|do\s+not\s+use|skip(?:ping)?|不开启?|关闭|关掉|关了|不用|不使用|没开|没有|不加|不要|别用?|不需要|禁用|无|不)\s*(?:the\s+|any\s+)?$"
+)
+# "offload disabled", "ckpt off", "offload=false", "offload: none", "offload关掉", "LoRA不要"
+_NEG_AFTER = re.compile(
+    r"^\s*(?:=|:)\s*(?:false|off|0|disabled|none|no)(?![a-z0-9])|^\s*(?:is\s+|are\s+)?(?:disabled|off|not\s+used|(?:turned|switched)\s+off)(?![a-z0-9])"
+    r"|^\s*(?:关闭|关掉|关了|禁用)"
 )
 
 
-def _negated(low: str, start: int) -> bool:
-    return bool(_NEG.search(low[max(0, start - 14) : start]))
+def _negated(low: str, start: int, end: int | None = None) -> bool:
+    """The mention at low[start:end] is negated: 'without offload', '不开offload', 'offload disabled'."""
+    if _NEG.search(low[max(0, start - 16) : start]):
+        return True
+    return end is not None and bool(_NEG_AFTER.search(low[end : end + 14]))
 
 
 # --- task ------------------------------------------------------------------------------------------
@@ -37,7 +47,7 @@ QLORA_MENTION = re.compile(
 )
 # an explicit full-parameter fine-tune (not the generic "fine-tune" / "微调")
 FULL_MENTION = re.compile(
-    rf"{L}full{SEP}(?:parameter|param|fine|finetun|sft|train)|全参|全量|全部参数|{L}fft{R}"
+    rf"{L}full{SEP}(?:parameter|param|fine|finetun|sft|train|ft{R})|全参|全量|全部参数|{L}fft{R}"
 )
 LORA_MENTION = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
 # RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
@@ -58,8 +68,8 @@ _TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "full_finetune",
         re.compile(
-            rf"{L}full{SEP}(?:parameter{SEP}|param{SEP})?(?:fine{SEP}tun|finetun|sft|train){R}?|全参|全量|全部参数"
-            rf"|{L}fine{SEP}tun|{L}finetun|{L}sft{R}|微调|{L}train(?:ing)?{R}|训练|{L}fft{R}"
+            rf"{L}full{SEP}(?:parameter{SEP}|param{SEP})?(?:fine{SEP}tun|finetun|sft|train|ft{R}){R}?|全参|全量|全部参数"
+            rf"|{L}fine{SEP}tun|{L}finetun|{L}sft{R}|微调|{L}train(?:ing)?{R}|训练|{L}fft{R}|{L}ft{R}"
         ),
     ),
     (
@@ -72,12 +82,38 @@ _TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+def _live(pattern: re.Pattern[str], low: str) -> re.Match[str] | None:
+    """The first mention of `pattern` that is not negated ('no LoRA', '不要LoRA', 'without qlora')."""
+    return next((m for m in pattern.finditer(low) if not _negated(low, m.start(), m.end())), None)
+
+
+# "can I LoRA it or do I have to go QLoRA?": the first of two alternatives is what is asked
+_ALTERNATIVE = re.compile(rf"{L}or{R}|{L}instead{SEP}of{R}|还是|或者|或")
+
+
+def _negated_any(pattern: re.Pattern[str], low: str) -> bool:
+    return any(_negated(low, m.start(), m.end()) for m in pattern.finditer(low))
+
+
 def task_fields(low: str) -> Fields:
     out: Fields = {}
     for task, pattern in _TASK_RULES:
-        if pattern.search(low):
+        m = _live(pattern, low)
+        if m:
             out["task"] = task
+            if task == "qlora":
+                lora = _live(LORA_MENTION, low)
+                if lora and lora.start() < m.start() and _ALTERNATIVE.search(low, lora.end(), m.start()):
+                    out["task"] = "lora"
             break
+    if out.get("task") in ("lora", "qlora") and FULL_MENTION.search(low) and _negated_any(LORA_MENTION, low):
+        out["task"] = "full_finetune"
+    if (
+        "task" not in out
+        and _negated_any(LORA_MENTION, low)
+        and re.search(r"微调|fine|tun|ft|sft|train|训练", low)
+    ):
+        out["task"] = "full_finetune"  # "no LoRA, fine-tune everything", "不要LoRA微调"
     if "task" not in out and re.search(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}", low):
         out["task"] = "inference"
     if out.get("task") == "lora" and re.search(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}", low):
@@ -101,15 +137,13 @@ _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nf4", re.compile(rf"{L}nf4{R}|{L}load{SEP}in{SEP}4{SEP}bit{R}")),
     (
         "int4",
-        re.compile(
-            rf"{L}(?:int4|w4a16|q4(?:_k_m|_0)?|4{SEP}bit|4{SEP}bits|four{SEP}bit){R}|4\s*位|四位|4比特"
-        ),
+        re.compile(rf"{L}(?:int4|w4a16|4{SEP}bit|4{SEP}bits|four{SEP}bit){R}|4\s*位|四位|4比特"),
     ),
     ("fp8", re.compile(rf"{L}(?:fp8|float8|e4m3|w8a8{SEP}fp8){R}(?!{SEP}kv)")),
     (
         "int8",
         re.compile(
-            rf"{L}(?:int8|w8a16|q8_0|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
+            rf"{L}(?:int8|w8a16|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
         ),
     ),
     ("bf16", re.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),
@@ -145,6 +179,15 @@ _RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# "kv cache 用 fp8", "fp8 kv cache", "--kv-cache-dtype fp8", "KV缓存量化到int8", "kv in fp8": the KV cache's dtype,
+# never the weights'
+_KV_WORD = rf"(?:kv{SEP}cache(?:{SEP}dtype)?|kv|k/v{SEP}cache|kv\s*缓存|kv-cache-dtype)"
+_KV_LINK = rf"{SEP}(?:in|dtype|=|:|to|as|at|with|quanti[sz]ed{SEP}(?:to|in|as)?|用|使用|采用|为|是|设为|改成|改为|换成|量化(?:为|成|到)?|存成|存为)?"
+_KV_DTYPE = re.compile(
+    rf"{L}(fp8|int8|fp16|bf16|fp8_e4m3|fp8_e5m2){SEP}(?:的\s*)?{_KV_WORD}|{L}{_KV_WORD}{_KV_LINK}\s*(fp8|int8|fp16|bf16)"
+)
+
+
 def dtype_fields(low: str) -> Fields:
     out: Fields = {}
     # Quantised weight formats name their method too.
@@ -159,13 +202,24 @@ def dtype_fields(low: str) -> Fields:
         " ",
         low,
     )
-    cleaned = re.sub(
-        rf"{L}(?:fp8|int8|fp16|bf16){SEP}kv(?:{SEP}cache)?|kv(?:{SEP}cache)?{SEP}(?:in|dtype|=|:)?\s*(?:fp8|int8|fp16|bf16)",
-        " ",
-        cleaned,
-    )
+    kv = _KV_DTYPE.search(cleaned)
+    if kv:
+        out["kv_dtype"] = next(g for g in kv.groups() if g)
+        cleaned = _KV_DTYPE.sub(" ", cleaned)
     cleaned = _FP32_MASTER.sub(" ", cleaned)
+    bits = exl2_bits(cleaned)
+    gguf = gguf_file_type(cleaned)
+    if bits is not None and re.search(rf"{L}(?:exl2|exllama(?:v2)?|tabby(?:api)?){R}|bpw", cleaned):
+        out["weight_dtype"], out["weight_bits"] = "exl2", bits
+    elif gguf:
+        out["weight_dtype"] = gguf
+    elif re.search(rf"{L}q8{R}", cleaned):
+        out["weight_dtype"] = "q8_0"  # llama.cpp / ollama shorthand for the Q8_0 GGUF
+    elif re.search(rf"{L}q4{R}", cleaned):
+        out["weight_dtype"] = "q4_0"
     for dtype, pattern in _DTYPE_RULES:
+        if "weight_dtype" in out:
+            break
         if pattern.search(cleaned):
             out["weight_dtype"] = dtype
             break
@@ -179,18 +233,17 @@ def dtype_fields(low: str) -> Fields:
     recipe = next((name for name, pattern in _RECIPE_RULES if pattern.search(low)), None)
     if recipe:
         out["precision_recipe"] = recipe
-    kv = re.search(
-        rf"{L}(fp8|int8|fp16|bf16){SEP}kv|kv(?:{SEP}cache)?{SEP}(?:in|dtype|=|:)?\s*(fp8|int8|fp16|bf16)", low
-    )
-    if kv:
-        out["kv_dtype"] = kv.group(1) or kv.group(2)
+    if out.get("weight_dtype") in GGUF_DTYPES or out.get("weight_dtype") == "exl2":
+        out.pop("quant_method", None)  # the format names its own storage
     return out
 
 
 _OPTIMIZER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "paged_adamw_8bit",
-        re.compile(rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}"),
+        re.compile(
+            rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}|分页\s*(?:的)?\s*8\s*位\s*adam"
+        ),
     ),
     ("paged_adamw", re.compile(rf"{L}paged{SEP}adamw?(?:{SEP}32{SEP}bits?)?{R}")),
     (
@@ -227,7 +280,7 @@ _TARGETS = re.compile(
 def lora_fields(low: str) -> Fields:
     out: Fields = {}
     r = re.search(
-        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是)?\s*(\d+)",
+        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)",
         low,
     )
     if r:
@@ -278,9 +331,13 @@ _SEQ_POST = re.compile(
     rf"{L}{_K}{SEP}(?:tokens?|token{SEP}(?:context|sequences?)|context|ctx|seq(?:uence)?s?(?:{SEP}len(?:gth)?)?|long{SEP}context)(?![0-9a-z])"
     rf"|{L}{_K}\s*(?:的)?\s*(?:上下文|长度|长文本|token|序列|tokens)"
 )
+_SAMPLES = (
+    r"(?:responses?|answers?|samples?|completions?|generations?|outputs?|candidates?|rollouts?|sequences?)"
+)
 _NEW_TOKENS = re.compile(
-    rf"{L}(?:max{SEP}new{SEP}tokens|max{SEP}tokens|generat(?:e|ing)|output(?:ting)?|new{SEP}tokens){_IS}(?:up{SEP}to{SEP})?{_K}(?![0-9a-z])"
-    rf"|{L}{_K}{SEP}(?:new|output|generated){SEP}tokens|生成\s*(?:长度)?\s*(?:为|=)?\s*{_K}\s*(?:个)?\s*(?:token|tokens)?"
+    rf"{L}(?:max{SEP}new{SEP}tokens|max{SEP}tokens|generat(?:e|ing)|output(?:ting)?|new{SEP}tokens){_IS}(?:up{SEP}to{SEP})?{_K}(?![0-9a-z])(?!{SEP}{_SAMPLES})"
+    rf"|{L}{_K}{SEP}(?:new|output|generated){SEP}tokens|生成\s*(?:长度)?\s*(?:为|=)?\s*{_K}\s*(?:个)?\s*(?:token|tokens)"
+    rf"|(?:生成长度|输出长度|最大生成长度|最多生成)\s*(?:为|=|是)?\s*{_K}(?![0-9a-z])"
 )
 _BARE_K = re.compile(rf"{L}(\d+(?:\.\d+)?k){R}")
 
@@ -317,8 +374,9 @@ def shape_fields(low: str) -> Fields:
             if value and value >= 512:
                 out["seq_len"] = value
     g = re.search(
-        rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts){SEP}per{SEP}prompt|{L}(\d+){SEP}generations{R}"
-        rf"|每个?\s*prompt\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|样本|采样)",
+        rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts|answers){SEP}(?:per|for{SEP}each|each){SEP}(?:prompt|question){R}|{L}(\d+){SEP}generations{R}"
+        rf"|{L}generat(?:e|ing){SEP}(\d+){SEP}{_SAMPLES}{R}"
+        rf"|每个?\s*(?:prompt|问题|提示)\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|回答|答案|样本|采样|候选|输出|response)",
         low,
     )
     if g:
@@ -397,8 +455,11 @@ def parallel_fields(low: str) -> Fields:
         rf"{L}zero{SEP}(?:stage{SEP})?([0-3])(?:\+\+|{R})|{L}stage{SEP}([0-3]){R}(?=.*deepspeed)|deepspeed.*{L}stage{SEP}([0-3]){R}",
         low,
     )
+    nz = re.search(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]|{SEP}offload|{SEP}infinity)", low)
     if z:
         out["zero_stage"] = int(next(g for g in z.groups() if g))
+    elif nz and _negated(low, nz.start(), nz.end()):
+        out["zero_stage"] = 0  # "no ZeRO", "不用deepspeed": plain data parallel
     elif re.search(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}", low):
         out["zero_stage"] = 3
     elif re.search(rf"{L}shard_grad_op{R}", low):
@@ -421,15 +482,21 @@ def parallel_fields(low: str) -> Fields:
     if re.search(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}", low):
         out["sequence_parallel"] = True
     target = "nvme" if re.search(rf"{L}nvme{R}", low) else "cpu"
-    if re.search(
+    params = re.search(
         rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)",
         low,
-    ):
-        out["offload_params"] = target
-    if re.search(
-        rf"{L}(?:cpu|nvme){SEP}offload|{L}offload|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload", low
-    ):
-        out["offload_optimizer"] = target
+    )
+    if params:
+        out["offload_params"] = "none" if _negated(low, params.start(), params.end()) else target
+    offload = list(
+        re.finditer(
+            rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload",
+            low,
+        )
+    )
+    if offload:
+        off = all(_negated(low, m.start(), m.end()) for m in offload)
+        out["offload_optimizer"] = "none" if off else target
     return out
 
 
@@ -464,6 +531,94 @@ def no_effect_fields(low: str) -> Fields:
     if w:
         out["warmup_steps"] = int(w.group(1))
     return out
+
+
+# --- stated shapes: "hidden 4096, 32 layers, 32 heads" build the architecture -------------------------------
+
+_SHAPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "hidden_size",
+        re.compile(
+            rf"{L}(?:hidden{SEP}(?:size|dim(?:ension)?)?|d{SEP}model|model{SEP}dim(?:ension)?|embedding{SEP}dim(?:ension)?){_IS}(\d{{3,6}}){R}"
+            rf"|{L}(\d{{3,6}}){SEP}hidden{R}|隐藏层?(?:维度|大小)?\s*(?:为|=|是|:)?\s*(\d{{3,6}})|hidden\s*(?:为|=|是)\s*(\d{{3,6}})"
+        ),
+    ),
+    (
+        "num_hidden_layers",
+        re.compile(
+            rf"(?<!last )(?<!top )(?<!first )(?<!final ){L}(\d{{1,3}}){SEP}(?:transformer{SEP}|decoder{SEP}|hidden{SEP})?(?:layers|blocks){R}|{L}(?:num{SEP}(?:hidden{SEP})?layers|n{SEP}layers?|layers){_IS}(\d{{1,3}}){R}"
+            rf"|(?<![后前])(?<![后前]\s)(\d{{1,3}})\s*层|层数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
+        ),
+    ),
+    (
+        "num_key_value_heads",
+        re.compile(
+            rf"{L}(\d{{1,3}}){SEP}(?:kv|key{SEP}value){SEP}heads{R}|{L}(?:num{SEP}kv{SEP}heads|kv{SEP}heads|num{SEP}key{SEP}value{SEP}heads){_IS}(\d{{1,3}}){R}"
+            rf"|(\d{{1,3}})\s*个?\s*kv\s*头|kv\s*头数?\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
+        ),
+    ),
+    (
+        "num_attention_heads",
+        re.compile(
+            rf"{L}(\d{{1,3}}){SEP}(?:attention{SEP})?heads{R}|{L}(?:num{SEP}(?:attention{SEP})?heads|n{SEP}heads|heads|attention{SEP}heads){_IS}(\d{{1,3}}){R}"
+            rf"|(\d{{1,3}})\s*个?\s*(?:注意力)?头|(?<!kv)\s*头数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
+        ),
+    ),
+    (
+        "intermediate_size",
+        re.compile(
+            rf"{L}(?:intermediate{SEP}(?:size)?|ffn{SEP}(?:hidden{SEP})?(?:size|dim)?|mlp{SEP}(?:size|dim)){_IS}(\d{{3,6}}){R}"
+            rf"|(?:ffn|中间层)\s*(?:维度|大小)?\s*(?:为|=|是|:)?\s*(\d{{3,6}})"
+        ),
+    ),
+    (
+        "vocab_size",
+        re.compile(
+            rf"{L}(?:vocab(?:ulary)?{SEP}(?:size)?){_IS}(\d+(?:\.\d+)?\s*k?){R}|{L}(\d+(?:\.\d+)?\s*k?){SEP}vocab(?:ulary)?{R}|词表\s*(?:大小)?\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?\s*k?)"
+        ),
+    ),
+)
+
+
+def shape_overrides(low: str) -> Fields:
+    """Architecture fields the question states (config.json keys); the parser lays them over a base model."""
+    out: Fields = {}
+    work = low
+    for key, pattern in _SHAPE_RULES:
+        m = pattern.search(work)
+        if not m:
+            continue
+        raw = next(g for g in m.groups() if g)
+        value = round(float(raw.replace("k", "").strip()) * 1000) if "k" in raw else int(raw)
+        if value > 0:
+            out[key] = value
+        work = (
+            work[: m.start()] + " " * (m.end() - m.start()) + work[m.end() :]
+        )  # "32 kv heads" is not "32 heads"
+    return out
+
+
+# Training words without a task word: an optimizer, ZeRO, checkpointing, a data-parallel size, a learning rate.
+TRAINING_HINTS = frozenset(
+    {
+        "optimizer",
+        "zero_stage",
+        "gradient_checkpointing",
+        "recompute",
+        "precision_recipe",
+        "gradient_accumulation_steps",
+        "learning_rate",
+        "epochs",
+        "global_batch_size",
+        "offload_optimizer",
+        "warmup_steps",
+    }
+)
+_DP_STATED = re.compile(rf"{L}(?:dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?){_IS}\d+|数据并行")
+
+
+def implies_training(low: str, fields: Fields) -> bool:
+    return bool(set(fields) & TRAINING_HINTS) or bool(_DP_STATED.search(low))
 
 
 EXTRACTORS: tuple[Extractor, ...] = (

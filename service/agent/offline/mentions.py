@@ -232,7 +232,14 @@ _EN_COUNT_BEFORE = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
 _COUNT_AFTER = re.compile(
     rf"^(?:s{R})?\s*(?:gpus?|cards?|显卡|卡)?\s*(?:[x×*]\s*(\d+)|({ZH_NUMERAL}|\d+)\s*(?:张|块|卡))"
 )
-_EN_COUNT_ANY = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}")
+_EN_COUNT_ANY = re.compile(
+    rf"{L}(\d+|{EN_COUNT_WORD})[\s\-]*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}"
+    rf"|{L}(\d+|{EN_COUNT_WORD})\s+of\s+(?:them|those|these|it|the\s+(?:cards|gpus)){R}"
+)
+# "8xH100", "8*A100", "4×4090": the count glued to the card name
+_GLUED_COUNT = re.compile(
+    rf"{L}(\d{{1,4}})\s*[x×*]\s*(?=(?:nvidia\s*|rtx\s*|geforce\s*|tesla\s*)?(?:{_GPU_NAMES}))"
+)
 _ZH_COUNT_ANY = re.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
 )
@@ -279,13 +286,15 @@ def find_gpu(low: str) -> GpuMention:
     """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
     gpu: str | None = None
     count: int | None = None
+    low = _GLUED_COUNT.sub(lambda g: g.group(1) + " x ", low)
     m = _GPU.search(low)
     if m:
         gpu = _gpu_name(m)
-        size_before = _MEMORY_BEFORE.search(low[: m.start()])
+        before, after = low[: m.start()], low[m.end() :]
+        size_before = _MEMORY_BEFORE.search(before)
         if size_before and not m.group(3):  # "a 22G 2080 Ti": the stated memory before the name
             gpu = _with_stated_memory(gpu, int(size_before.group(1)))
-        before, after = low[: m.start()], low[m.end() :]
+            before = before[: size_before.start()]  # "on a 22G 2080 Ti": the count word is before the size
         cb = _ZH_COUNT_BEFORE.search(before) or _EN_COUNT_BEFORE.search(before)
         ca = _COUNT_AFTER.search(after)
         if cb:

@@ -13,12 +13,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from service.agent.events import Language
+from service.agent.offline.asks import asked_figure
 from service.agent.offline.fields import (
     FULL_MENTION,
     LORA_MENTION,
     QLORA_MENTION,
     RL_LORA_DEFAULT_RANK,
     RL_TASKS,
+    implies_training,
+    shape_overrides,
     stated_fields,
 )
 from service.agent.offline.kb import match_topic
@@ -50,6 +53,8 @@ class ParsedQuestion(BaseModel):
     followup: bool = False  # phrased as a change to the previous question ("what about...", "...呢")
     # field -> why the parser chose a value itself (an assumption): code + values, texts in prompts/<lang>/labels.toml
     filled: dict[str, FilledReason] = Field(default_factory=dict)
+    # the figure the question asks for besides the verdict (service/agent/summary.py FOCUSES), if any
+    asks: str | None = None
 
 
 def normalise(text: str) -> str:
@@ -60,7 +65,7 @@ def normalise(text: str) -> str:
 
 
 _STRONG_CONCEPT = re.compile(
-    rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb){R}"
+    rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb|vs|versus|compared to|trade-?offs?){R}"
     r"|为什么|为何|什么是|是什么|解释|原理|区别|怎么理解|什么意思|啥意思|有什么不同|差别"
 )
 _SOFT_CONCEPT = re.compile(
@@ -137,8 +142,27 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     if "task" not in fields and _PROMPT_TUNING.search(low):
         fields["task"] = "lora"
         filled["task"] = FilledReason(code="task_prompt_tuning")
+    if fields.get("task") == "inference" and "num_generations" in fields:
+        del fields["task"]  # "生成16个回答", "generate 8 samples": RL sampling, not a serving job
+    if "task" not in fields and ("model" in fields) and implies_training(low, fields):
+        # "7B, Adam, TP=2, PP=2, DP=4: memory per GPU?": an optimizer or a data-parallel layout is training
+        fields["task"] = "full_finetune"
+        filled["task"] = FilledReason(code="task_from_training_words")
+    shapes = shape_overrides(low)
+    if shapes and ("model" in fields or {"hidden_size", "num_hidden_layers"} <= set(shapes)):
+        arch = _architecture(fields.get("model"), shapes)
+        if arch is not None:
+            fields["architecture"] = arch
+            filled["architecture"] = FilledReason(
+                code="architecture_from_shapes",
+                values={
+                    "shapes": ", ".join(f"{k}={v}" for k, v in shapes.items()),
+                    "base": arch.pop("_base"),
+                },
+            )
+            fields.setdefault("model", str(filled["architecture"].values["base"]))
     if _OLLAMA.search(low) and "weight_dtype" not in fields:
-        fields["weight_dtype"] = "int4"
+        fields["weight_dtype"] = "q4_k_m"
         filled["weight_dtype"] = FilledReason(
             code="ollama_4bit"
         )  # ollama library: default tags are 4-bit GGUF
@@ -166,7 +190,28 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         model_mention=fields.get("model"),
         followup=bool(_FOLLOWUP.search(low)),
         filled=filled if intent == "estimate" else {},
+        asks=asked_figure(low) if intent == "estimate" else None,
     )
+
+
+def _architecture(model: str | None, shapes: dict[str, int]) -> dict[str, Any] | None:
+    """The stated shapes laid over the named (or size-matched) catalog model's config; "_base" names it."""
+    from tools.catalog import resolve_model
+    from tools.errors import ScenarioError
+
+    base_name = model or "7b"
+    try:
+        resolved = resolve_model(base_name)
+    except ScenarioError:
+        return None
+    arch = resolved.architecture.model_dump(exclude_defaults=True)
+    if "num_attention_heads" in shapes and "num_key_value_heads" not in shapes:
+        arch.pop("num_key_value_heads", None)  # heads stated, KV heads not: plain multi-head attention
+    if "hidden_size" in shapes or "num_attention_heads" in shapes:
+        arch.pop("head_dim", None)  # hidden / heads
+    arch.update(shapes)
+    arch["_base"] = resolved.spec.id if getattr(resolved, "spec", None) is not None else base_name
+    return arch
 
 
 def _intent(low: str, topic: str | None, has_subject: bool, fields: dict[str, Any]) -> Intent:
