@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.answer_support import answer_text
 from tools.catalog import find_gpu, get_gpu, list_gpus
 from tools.catalog.gpus import gpu_key
 from tools.errors import ScenarioError
+from tools.estimator import estimate
+from tools.scenario import Scenario
 
 MiB = 2**20
 
@@ -208,3 +211,11 @@ def test_apple_unified_memory_is_what_metal_lets_a_process_use() -> None:
     assert find_gpu("m2 ultra 192gb")[0].memory_bytes == 144 * 2**30
     assert get_gpu("apple-16gb").vendor == "apple" and not get_gpu("apple-16gb").bf16
     assert find_gpu("MI210")[0].memory_bytes == 68_702_699_520
+
+
+def test_popular_consumer_cards_are_known() -> None:
+    """'InternLM2.5-7B QLoRA 一张 4060' was 'unknown GPU 4060'; nvidia-smi memory.total 8188 MiB."""
+    text = answer_text("InternLM2.5-7B QLoRA 一张 4060")
+    assert "GeForce RTX 4060（每张 8.00 GiB）" in text
+    e = estimate(Scenario(model="internlm2.5-7b", task="qlora", gpu="4060"), plan=False)
+    assert e.gpu.memory_bytes == 8188 * 2**20 and not e.fits

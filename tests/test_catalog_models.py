@@ -294,3 +294,20 @@ def test_spec_serialises_its_counts() -> None:
     dumped = get_model("mixtral-8x7b").model_dump()
     assert dumped["params"] == 46_702_792_704
     assert dumped["active_params"] == 12_879_925_248
+
+
+def test_added_catalog_models_match_published_counts() -> None:
+    from tools.catalog import get_model
+
+    # HF safetensors totals; Phi: 32 x (4 x (2560^2 + 2560) + 2 x 2560 x 10240 + 10240 + 2560 + 2 x 2560)
+    # + 2 x 51,200 x 2560 + 51,200 (head bias) + 2 x 2560 = 2,779,683,840
+    expected = {
+        "codellama-34b": 33_743_970_304,
+        "codellama-7b": 6_738_546_688,
+        "codellama-13b": 13_016_028_160,
+        "phi-2": 2_779_683_840,
+        "phi-1.5": 1_418_270_720,
+        "stablelm-base-alpha-3b": 3_637_321_728,
+    }
+    for model_id, count in expected.items():
+        assert get_model(model_id).params == count, model_id

@@ -13,6 +13,7 @@ from tools.precision import RECIPES
 from tools.quant import Bnb4bitFormat, BnbInt8Format, GroupwiseIntFormat, weight_format
 from tools.resolve import resolve
 from tools.scenario import Scenario
+from tools.units import GiB, fmt_gib
 
 SQ = LinearShape(name="q_proj", in_features=4096, out_features=4096, count=1)
 N = 4096 * 4096
@@ -382,3 +383,65 @@ def test_lora_dropout_keeps_a_dropped_copy_and_a_mask_per_target() -> None:
     s, h = 2048, 4096
     # q and v: a dropped bf16 copy each instead of the shared norm output (+2h) and a 1-byte mask each (+2h)
     assert dropped - plain == 32 * s * (2 * h + 2 * h)
+
+
+def _sources_once(e) -> None:  # type: ignore[no-untyped-def]
+    for c in e.components:
+        parts = [p.strip() for p in c.source.split("; ")]
+        assert len(parts) == len(set(parts)), c.source
+        assert not ("ZeRO paper" in c.source and "Rajbhandari" in c.source), c.source
+
+
+def test_full_finetune_components_are_readable_and_add_up() -> None:
+    """Llama-2-7B full FT, mixed AdamW: 16 B/param = 107,814,649,856 B (100.41 GiB) of model states."""
+    e = estimate(Scenario(model="llama-2-7b", task="full_finetune", gpu="a100"))
+    p = 6_738_415_616
+    states = sum(e.component(n).bytes for n in ("weights", "gradients", "master_weights", "optimizer_states"))
+    assert states == 16 * p == 107_814_649_856
+    opt = e.component("optimizer_states")
+    # was: "53,907,324,928 B x 6,738,415,616/6,738,415,616 local = 53,907,324,928 B"
+    assert opt.substituted == "2 x 6,738,415,616 x 4 B = 53,907,324,928 B"
+    assert (
+        e.component("gradients").source
+        == "ZeRO (Rajbhandari et al. 2020) sec. 3.1; DeepSpeed bf16/fp16 optimizer"
+    )
+    act = e.component("activations")
+    # was a one-line wall of symbols ("(1|2)*B*q", "MoE: top_k*(mlp_e + ...)") for a dense model
+    assert "(1|2)" not in act.formula and "top_k" not in act.formula
+    # traced calibration (docs/accuracy.md): o_proj's input is a view of the SDPA output (attention
+    # 40,960 -> 32,768 B/token), the norms' fp32 rsqrt (+8 B/token), and the final norm before the LM head
+    assert act.substituted == (
+        "1 x 32 layers x 381,960,192 B = 12,222,726,144 B + final norm 67,117,056 B = 12,289,843,200 B; "
+        "per layer: 2,048 x 1 x (65,544 norms + 32,768 attention + 88,064 MLP) B + 262,144 B core = 381,960,192 B"
+    )
+    assert 2048 * (65_544 + 32_768 + 88_064) + 262_144 == 381_960_192  # the line's own arithmetic
+    assert 32 * 381_960_192 + 2048 * (8 * 4096 + 4) == 12_289_843_200
+    slack = e.component("allocator_slack")
+    assert slack.bytes == 4 * GiB and "(the cap)" in slack.substituted  # 5% of 113 GiB is capped at 4 GiB
+    _sources_once(e)
+
+
+def test_qlora_weights_formula_says_what_is_4_bit_and_what_is_not() -> None:
+    """QLoRA Qwen2.5-14B on a 4090: linears in NF4, embeddings/LM head/norms in fp32 (PEFT
+    prepare_model_for_kbit_training), adapters fp32; scales listed once, not the full 0.5 B rate."""
+    e = estimate(Scenario(model="qwen2.5-14b", task="qlora", gpu="4090"))
+    w, meta = e.component("weights"), e.component("quant_metadata")
+    assert w.substituted == (
+        "13,212,057,600 x 0.5 B + 1,557,976,064 x 4 B + 6,291,456 x 4 B = 12,863,098,880 B"
+    )
+    assert 13_212_057_600 // 2 + 1_557_976_064 * 4 + 6_291_456 * 4 == 12_863_098_880
+    assert meta.formula == "scales per quantised linear weight: 1/64 B + 4/(64*256) B"
+    assert meta.bytes == 209_664_000  # 13,212,057,600 / 64 + 13,212,057,600 * 4 / 16,384 (rounded per block)
+    # at the loss backward no layer is being recomputed, the loss
+    # tensors are 12 B/elem, and under checkpointing the autocast adapter copies are not kept for
+    # backward (traced, docs/accuracy.md)
+    assert e.fits and fmt_gib(e.per_gpu.total_bytes) == "18.24 GiB"
+    _sources_once(e)
+
+
+def test_int4_serving_rates_read_as_bytes() -> None:
+    e = estimate(Scenario(model="llama-3-70b", task="inference", weight_dtype="int4", gpu="a100"))
+    assert e.component("weights").substituted == (
+        "68,451,041,280 x 0.5 B + 2,102,665,216 x 2 B = 38,430,851,072 B"
+    )
+    _sources_once(e)

@@ -12,6 +12,7 @@ from typing import Any
 from service.agent.base import ConversationState
 from service.agent.events import Answer, DoneEvent, ErrorEvent
 from service.agent.offline import OfflineAgent
+from tests.answer_support import ask
 from tools.estimator import estimate
 from tools.scenario import Scenario
 from tools.units import fmt_gib
@@ -183,3 +184,15 @@ def test_card_size_and_precision_followups() -> None:
     pure = zh.ask("换成纯bf16呢")
     assert stated(pure)["precision_recipe"] == "bf16" and stated(pure)["gpu"] == "rtx-4060-ti"
     assert_tool_figures(pure)
+
+
+def test_chinese_followup_keeps_chinese_suggestions() -> None:
+    state = ConversationState()
+    first = ask("两张4090 LoRA 微调 Qwen2.5-7B，batch 4，上下文 2k", state)
+    assert isinstance(first, DoneEvent)
+    state.record_turn("两张4090 LoRA 微调 Qwen2.5-7B，batch 4，上下文 2k", first.answer)
+    second = ask("那如果用一张卡呢?", state)
+    assert isinstance(second, DoneEvent)
+    text = second.answer.answer
+    assert "显卡数量 = 1" in text and "每步约慢 47%（重计算，每次处理的序列变少）" in text
+    assert "GPU(s)" not in text and "fidelity" not in text

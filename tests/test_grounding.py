@@ -11,6 +11,8 @@ import logging
 import pytest
 
 from service.agent.llm.grounding import AllowedFigures, GroundingGate, find_figures, ungrounded_figures
+from service.agent.render import render_answer
+from tools.units import fmt_gib
 
 WEIGHTS = 13_476_831_232  # Llama-2-7B fp16 weights, bytes
 HEADROOM = -3_435_973_837  # a shortfall of 3.20 GiB (3.2 x 2**30, rounded)
@@ -227,7 +229,6 @@ async def test_templated_answers_are_grounded_and_a_changed_figure_is_not(
 ) -> None:
     """No false positives on real 2-5 kB answers; one altered figure in them is caught."""
     from service.agent.render import render_answer
-    from tools.units import fmt_gib
 
     a, est = await _allowed_after_tool(args)
     text = render_answer(est, language)
@@ -237,3 +238,31 @@ async def test_templated_answers_are_grounded_and_a_changed_figure_is_not(
     assert total in text
     wrong = fmt_gib(est.per_gpu.total_bytes * 1.1)
     assert [f.text for f in ungrounded_figures(text.replace(total, wrong, 1), a)] == [wrong]
+
+
+GROUNDED_CASES = [
+    {"model": "llama-3-70b", "task": "inference", "gpu": "h100", "num_gpus": 2},
+    {"model": "llama-2-7b", "task": "full_finetune", "gpu": "a100"},
+    {"model": "qwen2.5-72b", "task": "inference", "gpu": "a800", "num_gpus": 3},
+    {"model": "deepseek-r1", "task": "inference", "gpu": "h200", "num_gpus": 8},
+    {"model": "qwen2.5-14b", "task": "qlora", "gpu": "4090"},
+    {"model": "llama-2-7b", "task": "inference", "gpu": "a100"},  # max_model_len line
+    {"model": "deepseek-v3", "task": "inference", "gpu": "a100", "num_gpus": 8},  # FP8 note (zh: 1 字节)
+    {"model": "llama-3-8b", "task": "inference", "gpu": "4090", "seq_len": 32768},  # context note
+]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("args", GROUNDED_CASES, ids=lambda a: f"{a['model']}-{a['task']}")
+async def test_rendered_answers_pass_the_grounding_checker(args: dict[str, object], language: str) -> None:
+    from service.agent.llm.agent import allow_tool_run
+    from service.agent.llm.grounding import AllowedFigures, ungrounded_figures
+    from service.agent.llm.tools import ToolRecorder, build_tools
+
+    recorder = ToolRecorder()
+    tool = next(t for t in build_tools(recorder) if t.name == "estimate_memory")
+    await tool.ainvoke(args)
+    allowed = AllowedFigures()
+    allow_tool_run(allowed, recorder.runs[-1])
+    text = render_answer(recorder.estimates[-1], language)
+    assert ungrounded_figures(text, allowed) == []

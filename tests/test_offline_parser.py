@@ -6,18 +6,25 @@ Names are the normalised mentions the catalog resolves (checked in `test_mention
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from service.agent.base import ConversationState
+from service.agent.events import DoneEvent
+from service.agent.offline import OfflineAgent
 from service.agent.offline.followup import merge_followup
 from service.agent.offline.language import detect_language
 from service.agent.offline.numbers import count_word, param_count, size_label, token_count, zh_numeral
 from service.agent.offline.parser import parse_question
+from tests.answer_support import ask
 from tools.errors import ScenarioError
+from tools.estimator import estimate
 from tools.scenario import Scenario
+from tools.units import fmt_gib
 
 # fmt: off
 EN_ESTIMATE: list[tuple[str, dict[str, Any]]] = [
@@ -370,7 +377,7 @@ def test_parser_never_crashes_and_stays_valid(words: list[str]) -> None:
     assert set(parsed.scenario) <= set(Scenario.model_fields)
 
 
-# --- realistic questions, round 2: concrete scenarios that name a knowledge-base keyword, precision
+# --- realistic questions: concrete scenarios that name a knowledge-base keyword, precision
 # wording, card sizes without a card name, ollama / llama.cpp / LLaMA-Factory / unsloth phrasing.
 # (question, the whole stated-fields dict, the fields the parser itself filled in as assumptions)
 # fmt: off
@@ -514,17 +521,12 @@ def test_host_memory_and_odd_sizes_are_not_a_card(question: str) -> None:
     ],
 )
 def test_precision_wording_reaches_the_estimator(question: str, recipe: str) -> None:
-    from tools.estimator import estimate
 
     est = estimate(Scenario.model_validate(parse_question(question).scenario), plan=False)
     assert est.scenario.precision_recipe == recipe
 
 
 def _answer(question: str) -> Any:
-    import asyncio
-
-    from service.agent.base import ConversationState
-    from service.agent.offline import OfflineAgent
 
     return asyncio.run(OfflineAgent().answer(question, ConversationState()))
 
@@ -547,8 +549,6 @@ def _answer(question: str) -> Any:
 )
 def test_answers_carry_the_tool_figures(question: str, gpu: str, assumed: str | None) -> None:
     from tools.catalog import find_gpu
-    from tools.estimator import estimate
-    from tools.units import fmt_gib
 
     answer = _answer(question)
     assert answer.estimate is not None and answer.estimate.scenario.gpu is not None
@@ -589,3 +589,26 @@ def test_the_size_next_to_a_vram_word_is_the_card(question: str) -> None:
     assert parsed.scenario["gpu"] == "rtx-3060"
     assert parsed.filled["gpu"].code == "card_from_memory"
     assert parsed.filled["gpu"].values == {"gb": 12, "card": "rtx-3060"}
+
+
+@pytest.mark.parametrize(
+    ("question", "model"),
+    [
+        ("serve CodeLlama-34B on 2 4090s in int4", "codellama-34b"),  # was read as 'llama-3-4b'
+        ("codellama-7b LoRA 一张4090", "codellama-7b"),
+        ("phi-2 LoRA on a 4090", "phi-2"),
+    ],
+)
+def test_codellama_and_phi_are_read_and_known(question: str, model: str) -> None:
+    from service.agent.offline.parser import parse_question
+
+    assert parse_question(question).scenario["model"] == model
+    assert isinstance(ask(question), DoneEvent)
+
+
+def test_an_ollama_q8_0_tag_is_8_bit_not_the_4_bit_default() -> None:
+    """The ollama note tells users to name a tag such as q8_0: that tag must be read."""
+    from service.agent.offline.parser import parse_question
+
+    parsed = parse_question("ollama run qwen2.5:14b-instruct-q8_0 on a 4090")
+    assert parsed.scenario["weight_dtype"] == "q8_0" and "weight_dtype" not in parsed.filled

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.render import change_text, render_answer
+from tests.answer_support import answer_text
 from tools.estimator import estimate
 from tools.planner import (
     FIDELITY_FULL,
@@ -18,6 +20,7 @@ from tools.planner import (
 )
 from tools.result import Suggestion
 from tools.scenario import Scenario
+from tools.units import fmt_gib
 
 FULL_FT_ON_4090 = Scenario(
     model="llama-3-8b", task="full_finetune", gpu="4090", num_gpus=1, batch_size=8, seq_len=4096
@@ -139,7 +142,7 @@ def test_cost_model_step_time() -> None:
     assert step_time_factor(s, {"batch_size": 1}) > 1.0
 
 
-# --- QA pass: suggestion text, minimal and sensible stacks, min_gpus layout --------------------------------
+# --- suggestion text, minimal and sensible stacks, min_gpus layout --------------------------------
 
 QA_SCENARIOS = {
     "70b_qlora_4090": Scenario(model="llama-2-70b", task="qlora", gpu="4090", batch_size=4, seq_len=4096),
@@ -168,14 +171,14 @@ def _plan(name: str, limit: int = 8):
 
 @pytest.mark.parametrize("name", sorted(QA_SCENARIOS))
 def test_suggestion_text_never_says_1_gpus(name: str) -> None:
-    """QA: the English suggestion JSON said "on 1 GPUs (a single GPU)"."""
+    """The English suggestion JSON said "on 1 GPUs (a single GPU)"."""
     _, result = _plan(name)
     for sg in result.suggestions:
         assert "1 GPUs" not in sg.change and "1 GPU(s)" not in (sg.rationale or "")
 
 
 def test_fewer_gpus_only_when_more_were_asked_than_needed() -> None:
-    """QA: "use a single GPU" was offered for an 8-GPU ZeRO-3 offload job. It is said only when the job
+    """The suggestion "use a single GPU" was offered for an 8-GPU ZeRO-3 offload job. It is said only when the job
     fits as asked, and phrased as "enough instead of the N asked for"; 13B with ZeRO-3 + CPU offload of
     parameters and optimizer keeps ~22 GiB per GPU on one A100 40GB."""
     base, result = _plan("13b_zero3_offload_8xa100_40")
@@ -193,7 +196,7 @@ def test_fewer_gpus_only_when_more_were_asked_than_needed() -> None:
 
 @pytest.mark.parametrize("name", ["70b_qlora_4090", "8b_full_4090", "1.5b_grpo_4090"])
 def test_no_contradictory_stacks(name: str) -> None:
-    """QA: QLoRA was stacked with ZeRO-3 parameter offload (DeepSpeed does not offload bnb 4-bit weights;
+    """QLoRA was stacked with ZeRO-3 parameter offload (DeepSpeed does not offload bnb 4-bit weights;
     the adapters' optimizer is tiny), and 8-bit AdamW with CPU optimizer offload (CPU Adam keeps fp32
     states: the 8-bit GPU optimizer is moot)."""
     _, result = _plan(name)
@@ -214,7 +217,7 @@ def test_no_contradictory_stacks(name: str) -> None:
 
 
 def test_int4_weights_alone_is_offered_and_suggestions_are_minimal() -> None:
-    """QA: "int4 weights" was hidden behind "fp8 KV cache + int4 weights". Llama-3-70B on 2 x A100 80GB
+    """The change "int4 weights" was hidden behind "fp8 KV cache + int4 weights". Llama-3-70B on 2 x A100 80GB
     (TP=2, 8 x 8k tokens): fp8 weights alone (one fidelity step) and int4 weights alone both fit."""
     _, result = _plan("70b_serve_2xa100")
     changes = [sg.scenario_changes for sg in result.suggestions]
@@ -270,3 +273,51 @@ def test_planner_exposes_the_min_gpus_layout() -> None:
         estimate(Scenario(model="llama-3.1-405b", task="full_finetune", gpu="t4"), plan=False), max_gpus=4
     )
     assert none.min_gpus is None and none.min_gpus_changes is None
+
+
+def test_suggestion_lines_are_clean_and_human_in_both_languages() -> None:
+    """Was: '... **68.50 GiB** per GPU on 1 GPU(s), fits. / 1 GPU(s); fidelity rank 0 (0 = same
+    training/serving quality); step time x1.33; 68.5 GiB per GPU' (the figure twice, jargon)."""
+    e = estimate(Scenario(model="llama-2-7b", task="full_finetune", gpu="a100"))
+    first = e.suggestions[0]
+    assert first.scenario_changes == {
+        "gradient_checkpointing": True,
+        "recompute": "full",
+        "optimizer": "adamw_8bit",
+    }
+    # under full recompute the recomputed layer is live
+    # only after the loss backward, whose logits tensors are 12 B/elem, not 14 (traced, docs/accuracy.md)
+    assert fmt_gib(first.total_bytes) == "68.05 GiB"
+    en, zh = render_answer(e, "en"), render_answer(e, "zh")
+    assert (
+        "1. gradient checkpointing + 8-bit AdamW (bitsandbytes): **68.05 GiB** per GPU on 1 GPU, fits; "
+        "steps ~33% slower (recompute)." in en
+    )
+    assert (
+        "1. 开启梯度检查点 + 改用 8 位 AdamW：每卡 **68.05 GiB**，共 1 张卡，放得下；每步约慢 33%（重计算）。"
+        in zh
+    )
+    for text in (en, zh):
+        assert "GPU(s)" not in text and "fidelity rank" not in text and "step time x" not in text
+        # once in the suggestion list, once as the summary's cheapest fix
+        assert text.count("68.05 GiB") == 2 and "68.0 GiB" not in text
+    lora = next(s for s in e.suggestions if s.scenario_changes.get("task") == "lora")
+    assert change_text(lora, "en", e.scenario) == "LoRA r=16 on all linear layers (frozen 16-bit base)"
+    assert (
+        change_text(lora, "zh", e.scenario) == "改用 LoRA（r=16，目标：所有线性层；冻结底座，只训练适配器）"
+    )
+
+
+def test_inference_suggestions_name_their_quality_cost_not_lora() -> None:
+    e = estimate(Scenario(model="qwen2.5-72b", task="inference", gpu="a800"))
+    zh = render_answer(e, "zh")
+    assert "只训练 LoRA" not in zh  # an fp8 serving change is not a LoRA trade-off
+    assert "4 位权重，质量略有损失" in zh
+
+
+def test_fewer_gpus_are_phrased_as_more_than_needed_in_both_languages() -> None:
+    """'serve Llama-2-7B on 8 A100' fits on one card; the suggestion said only 'use a single GPU'."""
+    en = answer_text("serve Llama-2-7B on 8 A100")
+    assert "1. a single GPU is enough (you asked for 8): **16.26 GiB** per GPU on 1 GPU, fits." in en
+    zh = answer_text("用8张A100部署 Llama-2-7B 推理")
+    assert "1 张卡就够了（你问的是 8 张）" in zh

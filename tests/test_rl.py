@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.agent.render import note_text
+from service.agent.render import note_text, render_answer
+from tests.answer_support import answer_text
 from tools.catalog.models import find_model
 from tools.estimator import estimate
 from tools.footprint import ModelFootprint
@@ -17,6 +18,7 @@ from tools.rl import (
     rl_footprint,
 )
 from tools.scenario import Scenario
+from tools.units import GiB, fmt_gib
 
 MODEL = "qwen2.5-1.5b"
 STATES = {"weights", "gradients", "master_weights", "optimizer_states"}
@@ -310,3 +312,30 @@ def test_dpo_and_ppo_log_probs_as_trl_computes_them() -> None:
     assert _parts(ppo, "actor_update")[("logits", "actor")] == 2 * 512 * v * TRL_LOGPS_BACKWARD_BYTES
     assert ("logits", "critic") not in _parts(ppo, "critic_update")
     assert _parts(ppo, "score_reference")[("logits", "reference")] == 2 * 512 * v * TRL_LOGPS_NOGRAD_BYTES
+
+
+def test_rl_peak_phase_is_said_in_words() -> None:
+    e = estimate(Scenario(model="qwen2.5-0.5b", task="grpo", gpu="h800", num_generations=8), plan=False)
+    phase_words = {
+        "actor_update": ("during the actor's training step", "策略模型训练更新时"),
+        "rollout": ("during the rollout", "采样（rollout"),
+        "score_reference": ("while the reference model scores", "参考模型给采样结果打分时"),
+    }[e.per_gpu.peak_phase]
+    assert phase_words[0] in render_answer(e, "en") and phase_words[1] in render_answer(e, "zh")
+    assert f"peak {e.per_gpu.peak_phase}" not in render_answer(e, "en")
+
+
+def test_grpo_7b_on_8_h800_is_not_264_gib() -> None:
+    """'GRPO Qwen2.5-7B 8 generations on 8 H800' said 264.35 GiB per GPU: fp32 logits of 8 x 2048 tokens x
+    152k vocab (32.48 GiB) and 8 sequences of activations. TRL trains on per_device_train_batch_size
+    completions (the 8 generations are spread over the 8 GPUs) and scores only the completion positions
+    (logits_to_keep). As asked (8 plain DDP replicas, no ZeRO) the 16 B/param states alone are 113 GB,
+    so it still does not fit; ZeRO-2 over the 8 GPUs does."""
+    text = answer_text("GRPO Qwen2.5-7B 8 generations on 8 H800")
+    e = estimate(Scenario(model="qwen2.5-7b", task="grpo", gpu="h800", num_gpus=8, num_generations=8))
+    logits = e.component("logits")
+    # 1 completion x 256 positions (TRL max_completion_length) x 152,064 x 8 B = 0.29 GiB, not fp32 logits of every sequence
+    assert logits is not None and logits.bytes == 256 * 152_064 * 8 == 311_427_072  # traced 8 B per element
+    assert e.per_gpu.total_bytes < 140 * GiB and not e.fits
+    assert "264.35 GiB" not in text and f"**{fmt_gib(e.per_gpu.total_bytes)}** per GPU" in text
+    assert "ZeRO-2 over 8 data-parallel GPUs" in text

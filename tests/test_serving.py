@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.render import render_answer
+from tests.answer_support import answer_text
 from tools.estimator import estimate
 from tools.scenario import Scenario
 from tools.serving import VLLM_DEFAULT_BLOCK_SIZE, serving_capacity
-from tools.units import GiB, KiB
+from tools.units import GiB, KiB, fmt_gib
 
 # Llama-3-8B: 32 layers x 8 KV heads x head_dim 128 x (K and V) x 2 B = 131,072 B = 128 KiB per token
 LLAMA3_8B_KV_PER_TOKEN = 2 * 32 * 8 * 128 * 2
@@ -132,3 +134,76 @@ def test_estimate_reports_vllm_capacity_for_inference() -> None:
 
 def test_training_has_no_serving_figure() -> None:
     assert estimate(Scenario(model="llama-2-7b", task="lora"), plan=False).serving is None
+
+
+def test_serving_70b_on_two_h100_is_tensor_parallel_not_two_copies() -> None:
+    """'serve Llama-3-70B on 2x H100' was 2 data-parallel copies: 138.16 GiB per GPU, does not fit.
+    Serving users mean vLLM --tensor-parallel-size 2: half the weights per GPU."""
+    e = estimate(Scenario(model="llama-3-70b", task="inference", gpu="h100", num_gpus=2))
+    assert e.scenario.tp == 2
+    tp = next(a for a in e.assumptions if a.field == "tp")
+    assert tp.value == 2 and "--tensor-parallel-size 2" in tp.reason
+    # 70,553,706,496 params; 161 RMSNorm vectors of 8192 (1,318,912 params) replicated, the rest split:
+    # (70,553,706,496 - 1,318,912) / 2 + 1,318,912 = 35,277,512,704 params x 2 B
+    assert e.component("weights").bytes == 35_277_512_704 * 2 == 70_555_025_408
+    assert e.fits and e.min_gpus == 2 and e.min_gpus_changes == {}
+    sv = e.serving
+    assert sv is not None
+    assert sv.kv_bytes_per_token == 2 * 80 * (8 // 2) * 128 * 2 == 163_840  # 8 KV heads split 2 ways
+    # 0.9 x 79.65 GiB = 71.68 GiB reserved; minus 65.71 GiB of weights = 5.97 GiB before the CUDA
+    # context, NCCL and vLLM's profile-run transient: 4.56 GiB of KV blocks, 29,872 tokens
+    assert sv.reserved_bytes - e.component("weights").bytes == 6_413_703_577
+    assert sv.kv_cache_bytes == 4_894_980_761 and sv.max_kv_tokens == 29_872
+    assert sv.max_concurrent_sequences == 7  # of 4,096 tokens
+    assert sv.max_model_len == 8192
+
+
+def test_serving_tp_default_takes_the_largest_divisor_of_the_heads() -> None:
+    # Qwen2.5-72B: 64 heads, 8 KV heads. 6 GPUs: TP=6 does not divide 64 -> TP=2, 3 replicas
+    e6 = estimate(Scenario(model="qwen2.5-72b", task="inference", gpu="a800", num_gpus=6), plan=False)
+    assert e6.scenario.tp == 2
+    assert "TP=2 is the largest" in next(a.reason for a in e6.assumptions if a.field == "tp")
+    # 3 GPUs: no TP > 1 divides 64 -> three full copies, said so
+    e3 = estimate(Scenario(model="qwen2.5-72b", task="inference", gpu="a800", num_gpus=3))
+    assert e3.scenario.tp == 1
+    assert "data-parallel replicas" in next(a.reason for a in e3.assumptions if a.field == "tp")
+    assert e3.min_gpus == 4 and e3.min_gpus_changes == {"num_gpus": 4, "tp": 4, "pp": 1}
+    # a stated TP is kept; training is not touched
+    stated = estimate(
+        Scenario(model="llama-3-8b", task="inference", gpu="4090", num_gpus=2, tp=1), plan=False
+    )
+    assert stated.scenario.tp == 1 and not any(a.field == "tp" for a in stated.assumptions)
+    train = estimate(Scenario(model="llama-3-8b", task="full_finetune", gpu="a100", num_gpus=2), plan=False)
+    assert train.scenario.tp is None
+
+
+def test_answers_say_how_the_fewest_gpus_fit_in_both_languages() -> None:
+    """'Fewest A100 80GB that fit with this strategy: **2**' did not say which strategy."""
+    e = estimate(Scenario(model="llama-2-7b", task="full_finetune", gpu="a100"))
+    assert e.min_gpus == 2 and e.min_gpus_changes == {"num_gpus": 2, "zero_stage": 3}
+    en, zh = render_answer(e, "en"), render_answer(e, "zh")
+    assert (
+        "Fewest A100 80GB that fit: **2**, with ZeRO-3 over 2 data-parallel GPUs "
+        "(weights, gradients and optimizer states split 2 ways)." in en
+    )
+    assert (
+        "最少需要 **2** 张 A100 80GB：在 2 张数据并行卡上用 ZeRO-3（权重、梯度和优化器状态都切成 2 份）。"
+        in zh
+    )
+    text = answer_text("部署Qwen2.5-72B需要几张A800")
+    assert "最少需要 **4** 张 A800 80GB：张量并行 TP=4（每层的矩阵切成 4 份）。" in text
+
+
+def test_deepseek_v3_is_served_in_its_fp8_checkpoint() -> None:
+    """'DeepSeek-V3 671B 推理要多少显存' was answered in bf16 (1255.38 GiB on one card, 32 A100s).
+    The official checkpoint is FP8: 8 x H200 serve it (the common deployment)."""
+    e = estimate(Scenario(model="deepseek-r1", task="inference", gpu="h200", num_gpus=8), plan=False)
+    assert e.scenario.weight_dtype == "fp8" and e.scenario.tp == 8
+    # 84,441,235,456 linear weights at 1 B + 339,121,664 other params (embeddings, head, norms) at 2 B
+    assert e.component("weights").bytes == 85_119_478_784
+    # prefill counts MLA's decompressed per-head q/k/v (transformers
+    # modeling_deepseek_v3 expands the latent for the prompt in every layer)
+    assert e.fits and fmt_gib(e.per_gpu.total_bytes) == "84.71 GiB"
+    assert e.serving is not None and e.serving.max_model_len == 163_840
+    lora = estimate(Scenario(model="deepseek-v3", task="lora", gpu="h200", num_gpus=8), plan=False)
+    assert lora.scenario.weight_dtype == "bf16"  # training keeps the 16-bit default
