@@ -50,7 +50,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import selectinload
 from sqlalchemy.pool import StaticPool
 
@@ -174,7 +174,31 @@ def _upsert_dialect(name: str) -> Any:
     return {"postgresql": postgresql, "sqlite": sqlite}.get(name)
 
 
-def _engine_for(url: str) -> AsyncEngine:
+async def create_schema(
+    engine: AsyncEngine,
+    build: Callable[[AsyncConnection], Awaitable[None]],
+    *,
+    lock_key: int,
+    what: str,
+) -> None:
+    """Run `build` (CREATE TABLE IF MISSING and friends) in one transaction, safe when several replicas
+    start at once: on PostgreSQL under an advisory lock held until commit (the next replica waits, then
+    finds the tables: DDL is transactional there, and read committed re-reads the catalog per statement);
+    elsewhere a race lost to another process (a table created between our check and our CREATE) is retried."""
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            async with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key})
+                await build(conn)
+            return
+        except DBAPIError:
+            if attempt == SCHEMA_ATTEMPTS:
+                raise
+            log.warning("creating %s raced another replica; retrying", what, exc_info=True)
+
+
+def engine_for(url: str) -> AsyncEngine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         connect_args: dict[str, Any] = {}
@@ -349,7 +373,7 @@ class ConversationStore:
         self._direct: _DirectSqliteReader | None = None
 
     async def open(self) -> None:
-        self._engine = _engine_for(self.database_url)
+        self._engine = engine_for(self.database_url)
         self._sessions = async_sessionmaker(self._engine, expire_on_commit=False)
         await self._create_schema()
         self._pending = asyncio.Queue()
@@ -362,25 +386,13 @@ class ConversationStore:
     async def _create_schema(self) -> None:
         """CREATE TABLE IF MISSING, safe when several replicas start at once."""
         assert self._engine is not None
-        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
-            try:
-                async with self._engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
-                        # held until commit: the next replica waits, then finds the tables (PostgreSQL DDL
-                        # is transactional; read committed re-reads the catalog per statement)
-                        await conn.execute(
-                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
-                        )
-                    await conn.run_sync(Base.metadata.create_all)
-                    await conn.run_sync(_add_missing_columns)
-                    await self._close_cut_off_turns(conn)
-                return
-            except DBAPIError:
-                # another process created a table between our check and our CREATE (dialects without
-                # the lock): the next attempt finds it
-                if attempt == SCHEMA_ATTEMPTS:
-                    raise
-                log.warning("creating the schema raced another replica; retrying", exc_info=True)
+
+        async def build(conn: AsyncConnection) -> None:
+            await conn.run_sync(Base.metadata.create_all)
+            await conn.run_sync(_add_missing_columns)
+            await self._close_cut_off_turns(conn)
+
+        await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the conversation tables")
 
     async def _close_cut_off_turns(self, conn: Any) -> None:
         """Turns left `in_progress` by a process that died mid-answer become `interrupted`: on an embedded

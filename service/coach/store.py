@@ -27,17 +27,16 @@ from sqlalchemy import (
     func,
     insert,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
+
+from service.store import create_schema
 
 metadata = MetaData()
 SCHEMA_LOCK_KEY = 0x56524143  # pg_advisory_xact_lock key ("VRAC") serialising the coach tables' creation
-SCHEMA_ATTEMPTS = 3
 
 sessions = Table(
     "coach_sessions",
@@ -116,18 +115,11 @@ class CoachStore:
         an advisory lock held until commit (the next replica then finds the tables); elsewhere a race
         lost to another process is retried."""
         self._engine = _engine(self.database_url)
-        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
-            try:
-                async with self._engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
-                        await conn.execute(
-                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
-                        )
-                    await conn.run_sync(metadata.create_all)
-                return
-            except DBAPIError:
-                if attempt == SCHEMA_ATTEMPTS:
-                    raise
+
+        async def build(conn: AsyncConnection) -> None:
+            await conn.run_sync(metadata.create_all)
+
+        await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the coach tables")
 
     async def close(self) -> None:
         if self._engine is not None:

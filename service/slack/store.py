@@ -19,12 +19,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, Text, delete, insert, select, text
+from sqlalchemy import Column, DateTime, MetaData, String, Table, Text, delete, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.store import _engine_for
+from service.store import create_schema, engine_for
 from tools.result import Estimate
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 KEY_CHARS = 300
 EVENTS_KEPT = timedelta(days=2)  # Slack retries within minutes; older keys are pruned on start
 SCHEMA_LOCK_KEY = 0x534C4B  # pg_advisory_xact_lock key ("SLK"), serialising CREATE TABLE across replicas
-SCHEMA_ATTEMPTS = 3
 
 metadata = MetaData()
 
@@ -84,20 +83,12 @@ class SlackStore:
         self._engine: AsyncEngine | None = None
 
     async def open(self) -> None:
-        self._engine = _engine_for(self.database_url)
-        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
-            try:
-                async with self._engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
-                        await conn.execute(
-                            text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY}
-                        )
-                    await conn.run_sync(metadata.create_all)
-                break
-            except DBAPIError:
-                if attempt == SCHEMA_ATTEMPTS:
-                    raise
-                log.warning("creating the Slack tables raced another replica; retrying", exc_info=True)
+        self._engine = engine_for(self.database_url)
+
+        async def build(conn: AsyncConnection) -> None:
+            await conn.run_sync(metadata.create_all)
+
+        await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the Slack tables")
         async with self._engine.begin() as conn:
             await conn.execute(delete(slack_events).where(slack_events.c.created_at < _now() - EVENTS_KEPT))
 
