@@ -277,14 +277,18 @@ async def run_load(base_url: str, concurrency: int, rounds: int, timeout_s: floa
     return results
 
 
-def start_server(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, workdir: Path, *, database: str = "load.sqlite3", extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`vramwise serve` on loopback with the offline agent and its own SQLite file, logging to workdir."""
     exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env.update(
         VRAMWISE_AGENT="offline",
-        VRAMWISE_DATABASE_URL=f"sqlite+aiosqlite:///{workdir / 'load.sqlite3'}",
+        VRAMWISE_DATABASE_URL=f"sqlite+aiosqlite:///{workdir / database}",
         VRAMWISE_OPENAI_API_KEY="",
         VRAMWISE_OPENAI_BASE_URL="",
+        **(extra_env or {}),
     )
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 -- lives as long as the server
     return subprocess.Popen(

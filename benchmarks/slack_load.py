@@ -19,8 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -35,6 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import load_chat  # noqa: E402
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
 from tests.slack_support import BOT_TOKEN, SIGNING_SECRET, command_form, shows, signed_headers  # noqa: E402
 from tools.estimator import estimate  # noqa: E402
@@ -91,38 +90,17 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def start_server(port: int, workdir: Path, api_url: str) -> subprocess.Popen[bytes]:
-    exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update(
-        VRAMWISE_AGENT="offline",
-        VRAMWISE_DATABASE_URL=f"sqlite+aiosqlite:///{workdir / 'slack.sqlite3'}",
-        VRAMWISE_OPENAI_API_KEY="",
-        VRAMWISE_OPENAI_BASE_URL="",
-        VRAMWISE_SLACK_SIGNING_SECRET=SIGNING_SECRET,
-        VRAMWISE_SLACK_BOT_TOKEN=BOT_TOKEN,
-        VRAMWISE_SLACK_API_URL=api_url,
-    )
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 -- lives as long as the server
-    return subprocess.Popen(
-        [exe, "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    """The load benchmark's server, with Slack switched on against the fake Web API."""
+    slack = {
+        "VRAMWISE_SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "VRAMWISE_SLACK_BOT_TOKEN": BOT_TOKEN,
+        "VRAMWISE_SLACK_API_URL": api_url,
+    }
+    return load_chat.start_server(port, workdir, database="slack.sqlite3", extra_env=slack)
 
 
 def wait_ready(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{base_url}/readyz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("server did not become ready")
+    load_chat.wait_ready(base_url, proc, timeout_s)
 
 
 async def one_command(client: httpx.AsyncClient, base: str, fake: FakeSlack, i: int) -> tuple[int, float]:
