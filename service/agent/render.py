@@ -481,11 +481,8 @@ def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
             )
             for m in value
         )
-    if isinstance(value, bool) and name in ("lora_reference", "reference_offload"):  # flags said in words
-        if name == "reference_offload":
-            return str(words.get("reference_offload" if value else "reference_resident", ""))
-        return str(words.get(name, "")) if value else ""
-    spelled = words.get(name)  # a value said in words: [note_values] recipe.mixed, cards.1
+    # a value said in words: [note_values] recipe.mixed, cards.1, lora_reference.True
+    spelled = words.get(name)
     if isinstance(spelled, dict) and str(value) in spelled:
         return str(spelled[str(value)])
     text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
