@@ -491,13 +491,8 @@ def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
     return text
 
 
-@lru_cache(maxsize=8)
-def _note_tables(language: str) -> dict[str, Any]:
-    return load_toml(language, "notes.toml")
-
-
 def _note_table(language: str, section: str) -> dict[str, Any]:
-    return dict(_note_tables(language).get(section, {}))
+    return dict(load_toml(language, "notes.toml").get(section, {}))
 
 
 def localise_terms(text: str, language: str) -> str:

@@ -29,11 +29,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.store import create_schema
+from service.store import create_schema, engine_for
 
 metadata = MetaData()
 SCHEMA_LOCK_KEY = 0x56524143  # pg_advisory_xact_lock key ("VRAC") serialising the coach tables' creation
@@ -86,15 +84,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _engine(url: str) -> AsyncEngine:
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
-        return create_async_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
-    if parsed.get_backend_name() == "sqlite":
-        return create_async_engine(url, connect_args={"timeout": 30})
-    return create_async_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2)
-
-
 def _row(r: Any) -> dict[str, Any]:
     d = dict(r._mapping)
     for k in ("spec", "expected", "given"):
@@ -114,7 +103,7 @@ class CoachStore:
         """Create the tables if missing, safe when several replicas start at once: on PostgreSQL under
         an advisory lock held until commit (the next replica then finds the tables); elsewhere a race
         lost to another process is retried."""
-        self._engine = _engine(self.database_url)
+        self._engine = engine_for(self.database_url)
 
         async def build(conn: AsyncConnection) -> None:
             await conn.run_sync(metadata.create_all)
