@@ -4,17 +4,22 @@ slack_sdk's SignatureVerifier.generate_signature)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
+from service.app import create_app
 from tests.fakes.slack_api import BOT_USER_ID, TEAM_ID, Call, FakeSlack
+from tests.service_support import live_server, offline_settings
 from tools.estimator import estimate
 from tools.scenario import Scenario
 from tools.units import fmt_gib
@@ -24,6 +29,22 @@ BOT_TOKEN = "xoxb-test-token"
 USER_ID = "U0ASKER"
 
 _ids = itertools.count(1)
+
+
+@contextlib.contextmanager
+def slack_service(db: Path) -> Iterator[tuple[FakeSlack, str, httpx.Client]]:
+    """A fake Slack Web API on loopback and a real uvicorn serving the app with Slack on, against it."""
+    fake = FakeSlack()
+    with fake.running():
+        settings = offline_settings(
+            db,
+            agent_processes=0,
+            slack_bot_token=BOT_TOKEN,
+            slack_signing_secret=SIGNING_SECRET,
+            slack_api_url=fake.api_url,
+        )
+        with live_server(create_app(settings)) as base, httpx.Client(timeout=30) as client:
+            yield fake, base, client
 
 
 def signed_headers(

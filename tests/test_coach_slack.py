@@ -14,13 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from service.app import create_app
 from tests.coach_support import right_answer
 from tests.fakes.slack_api import TEAM_ID, FakeSlack
-from tests.service_support import live_server, offline_settings
 from tests.slack_support import (
-    BOT_TOKEN,
-    SIGNING_SECRET,
     USER_ID,
     command_form,
     event_body,
@@ -28,6 +24,7 @@ from tests.slack_support import (
     next_ts,
     post_form,
     post_json,
+    slack_service,
 )
 
 pytestmark = pytest.mark.slow
@@ -35,18 +32,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeSlack, str, httpx.Client, Path]]:
-    fake = FakeSlack()
     db = tmp_path_factory.mktemp("coachslack") / "store.sqlite3"
-    with fake.running():
-        settings = offline_settings(
-            db,
-            agent_processes=0,
-            slack_bot_token=BOT_TOKEN,
-            slack_signing_secret=SIGNING_SECRET,
-            slack_api_url=fake.api_url,
-        )
-        with live_server(create_app(settings)) as base, httpx.Client(timeout=30) as client:
-            yield fake, base, client, db
+    with slack_service(db) as (fake, base, client):
+        yield fake, base, client, db
 
 
 def thread_reply(text: str, *, channel: str, thread_ts: str) -> dict[str, Any]:

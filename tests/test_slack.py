@@ -17,10 +17,8 @@ import pytest
 from service.app import create_app
 from service.settings import Settings
 from tests.fakes.slack_api import BOT_USER_ID, Call, FakeSlack, rate_limited, refused
-from tests.service_support import live_server, offline_settings
+from tests.service_support import offline_settings
 from tests.slack_support import (
-    BOT_TOKEN,
-    SIGNING_SECRET,
     USER_ID,
     block_action_form,
     block_texts,
@@ -35,6 +33,7 @@ from tests.slack_support import (
     post_json,
     shows,
     signed_headers,
+    slack_service,
     total_of,
 )
 from tools.estimator import estimate
@@ -46,18 +45,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeSlack, str, httpx.Client]]:
-    fake = FakeSlack()
-    db = tmp_path_factory.mktemp("slack") / "store.sqlite3"
-    with fake.running():
-        settings = offline_settings(
-            db,
-            agent_processes=0,
-            slack_bot_token=BOT_TOKEN,
-            slack_signing_secret=SIGNING_SECRET,
-            slack_api_url=fake.api_url,
-        )
-        with live_server(create_app(settings)) as base, httpx.Client(timeout=30) as client:
-            yield fake, base, client
+    with slack_service(tmp_path_factory.mktemp("slack") / "store.sqlite3") as running:
+        yield running
 
 
 def calls_in(fake: FakeSlack, channel: str) -> list[Call]:
