@@ -63,7 +63,7 @@ from tools.result import Assumption
 from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 if TYPE_CHECKING:
-    from tools.catalog.gpus import GpuSpec
+    from tools.catalog.gpus import GpuAlias, GpuSpec
 
 __all__ = [
     "ADAPTER_TASKS",
@@ -89,7 +89,7 @@ class ResolvedScenario:
     scenario: Scenario  # the scenario after defaults (what Estimate.scenario shows)
     model: ModelRef
     gpu: GpuSpec
-    gpu_alias_note: str | None
+    gpu_alias_note: GpuAlias | None  # how the GPU name was read (also an assumption)
     task: str
     batch: int
     seq: int
