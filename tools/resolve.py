@@ -1,7 +1,7 @@
 """Validate a Scenario and fill its defaults: Scenario -> ResolvedScenario.
 
-Every default the estimator chooses is recorded as an `Assumption(field, value, reason)`, so the
-answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
+Every default the estimator chooses is recorded as an `Assumption(field, value, code, values)`
+(tools/assumptions.py: the words are each channel's), so the answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
 Warnings that do not stop the estimate (context beyond the model's trained length, settings that
 do not apply to the task) go to `notes`.
 

@@ -84,7 +84,7 @@ def task_label(task: str | None, language: str) -> str:
 
 def component_label(component: Component, language: str) -> str:
     """What the component holds in `language`: its label code's template (prompts/<lang>/components.toml),
-    else the component name's label (labels.toml [component])."""
+    else the component name's label (labels.toml [component]); RL components add their model's role."""
     coded = component_label_text(component, _lang(language))
     base = coded or _labels(language, "component").get(component.name) or component.name.replace("_", " ")
     if component.model_role:
