@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from service.agent.assumption_text import (
@@ -128,3 +130,19 @@ def test_every_corpus_assumption_reads_in_both_languages() -> None:
             seen.add(a.code)
             count += 1
     assert count > 9_000 and len(seen) > 40, (count, len(seen))
+
+
+def test_an_estimate_stored_before_codes_still_loads_and_says_its_reason() -> None:
+    """Slack keeps Estimate JSON (service/slack/store.py): one saved before assumptions had codes has
+    `code: null` and only its English reason, which is what every language then shows."""
+    from service.agent.render import render_answer
+    from tools.result import Estimate
+
+    data = with_english_text(estimate(Scenario(model="llama-2-7b", task="inference", gpu="4090"), plan=False))
+    old = json.loads(data.model_dump_json())
+    for a in old["assumptions"]:
+        a.update(code=None, values={})
+    stored = Estimate.model_validate_json(json.dumps(old))
+    first = stored.assumptions[0]
+    assert first.code is None and assumption_text(first, "zh") == first.reason
+    assert first.reason and first.reason in render_answer(stored, "zh")

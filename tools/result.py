@@ -78,7 +78,9 @@ class Assumption(BaseModel):
     # the English sentence, filled at the edge (service/agent/assumption_text.py) for JSON readers;
     # None straight out of tools.estimator
     reason: str | None = None
-    code: str
+    # always set by the estimator and the service; None only in an Estimate stored before assumptions
+    # had codes (its `reason` is then what every language shows)
+    code: str | None = None
     values: dict[str, object] = Field(default_factory=dict)
 
 

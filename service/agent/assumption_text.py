@@ -82,7 +82,7 @@ def fill_plain(template: str, said: dict[str, str]) -> str:
 
 def assumption_text(a: Assumption, language: str) -> str:
     """Why the estimator (or the parser) chose `a.value` for `a.field`, in `language`."""
-    return code_text(a.code, a.values, language) or a.reason or a.code
+    return (code_text(a.code, a.values, language) if a.code else None) or a.reason or ""
 
 
 def code_text(code: str, values: dict[str, Any], language: str) -> str | None:
