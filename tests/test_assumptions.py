@@ -133,16 +133,22 @@ def test_every_corpus_assumption_reads_in_both_languages() -> None:
 
 
 def test_an_estimate_stored_before_codes_still_loads_and_says_its_reason() -> None:
-    """Slack keeps Estimate JSON (service/slack/store.py): one saved before assumptions had codes has
-    `code: null` and only its English reason, which is what every language then shows."""
-    from service.agent.render import render_answer
+    """Slack keeps Estimate JSON (service/slack/store.py): one saved before assumptions and labels had
+    codes has `code: null` and only its English reason, which is what every language then shows, and
+    components named by their stored English label (English) or their name's label (other languages)."""
+    from service.agent.render import component_label, render_answer
     from tools.result import Estimate
 
     data = with_english_text(estimate(Scenario(model="llama-2-7b", task="inference", gpu="4090"), plan=False))
     old = json.loads(data.model_dump_json())
     for a in old["assumptions"]:
         a.update(code=None, values={})
+    for c in old["components"]:
+        c.update(label_code=None, label_values={})
     stored = Estimate.model_validate_json(json.dumps(old))
     first = stored.assumptions[0]
     assert first.code is None and assumption_text(first, "zh") == first.reason
     assert first.reason and first.reason in render_answer(stored, "zh")
+    weights = stored.component("weights")
+    assert weights is not None and weights.label == "weights (bf16)"
+    assert component_label(weights, "en") == "weights (bf16)" and component_label(weights, "zh") == "权重"

@@ -86,7 +86,13 @@ def component_label(component: Component, language: str) -> str:
     """What the component holds in `language`: its label code's template (prompts/<lang>/components.toml),
     else the component name's label (labels.toml [component]); RL components add their model's role."""
     coded = component_label_text(component, _lang(language))
-    base = coded or _labels(language, "component").get(component.name) or component.name.replace("_", " ")
+    stored = component.label if _lang(language) == "en" else None  # an Estimate stored before label codes
+    base = (
+        coded
+        or stored
+        or _labels(language, "component").get(component.name)
+        or component.name.replace("_", " ")
+    )
     if component.model_role:
         role = _labels(language, "role").get(component.model_role, component.model_role)
         base = f"{base} [{role}]" if language == "en" else f"{base}（{role}）"
