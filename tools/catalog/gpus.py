@@ -81,7 +81,7 @@ def _load() -> tuple[GpuSpec, ...]:
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, tuple[str, GpuAlias | None]]:
-    """normalised name -> (gpu id, alias note or None)."""
+    """normalised name -> (gpu id, how an ambiguous alias is read, or None)."""
     index: dict[str, tuple[str, GpuAlias | None]] = {}
     for spec in _load():
         notes = {gpu_key(alias): _alias(alias, spec.id, v) for alias, v in spec.ambiguous_aliases.items()}
@@ -181,7 +181,8 @@ def _match_with_memory(
 
 
 def find_gpu(name: str) -> tuple[GpuSpec, GpuAlias | None]:
-    """(card, how the name was read when it was not plain) for a GPU name people type; ScenarioError(field='gpu') with near ids otherwise."""
+    """(card, how the name was read when it was not plain: an ambiguous alias, a stated size) for a GPU
+    name people type; ScenarioError(field='gpu') with near ids otherwise."""
     index = _index()
     key = gpu_key(name or "")
     hit = index.get(key)
