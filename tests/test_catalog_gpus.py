@@ -121,7 +121,7 @@ def test_ambiguous_names_say_which_variant() -> None:
         "'H100' taken as the 80 GB SXM variant (h100-80gb); say H100 PCIe, H100 NVL (94 GB) or H100 96GB for the others"
     )
     assert code_text(*h100, "zh") == (
-        "H100 有多个版本：按 80 GB SXM 版本（h100-80gb）计算；要按其他版本计算请写 H100 PCIe, H100 NVL (94 GB) 或 H100 96GB"
+        "H100 有多个版本：按 80 GB SXM 版本（h100-80gb）计算；要按其他版本计算请写 H100 PCIe、H100 NVL (94 GB) 或 H100 96GB"
     )
 
 

@@ -46,8 +46,9 @@ def templates(language: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in load_toml(lang, "assumptions.toml").get("assumptions", {}).items()}
 
 
-def value_text(name: str, value: Any) -> str:
-    """A value as a sentence shows it: byte counts in GiB, integers with thousands separators."""
+def value_text(name: str, value: Any, joiner: str = ", ") -> str:
+    """A value as a sentence shows it: byte counts in GiB, integers with thousands separators, lists
+    joined by `joiner` (the language's, prompts/<lang>/assumptions.toml [text] list_joiner)."""
     if value is None:
         return ""
     if name.endswith("_bytes") and isinstance(value, int):
@@ -59,15 +60,15 @@ def value_text(name: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, (list, tuple)):
-        return ", ".join(value_text(name, v) for v in value)
+        return joiner.join(value_text(name, v, joiner) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items())
     return str(value)
 
 
-def fill(template: str, values: dict[str, Any]) -> str:
+def fill(template: str, values: dict[str, Any], joiner: str = ", ") -> str:
     """`template` with its ${name}s filled; a [[part]] whose values are missing or empty is left out."""
-    said = {k: value_text(k, v) for k, v in values.items()}
+    said = {k: value_text(k, v, joiner) for k, v in values.items()}
 
     def optional(m: re.Match[str]) -> str:
         names = PLACEHOLDER.findall(m.group(1))
@@ -89,7 +90,13 @@ def code_text(code: str, values: dict[str, Any], language: str) -> str | None:
     """The sentence of assumption `code` with `values` in `language` (None for an unknown code: a defect
     tests/test_assumptions.py catches)."""
     template = templates(language).get(code) or templates("en").get(code)
-    return None if template is None else fill(template, values)
+    return None if template is None else fill(template, values, list_joiner(language))
+
+
+@lru_cache(maxsize=4)
+def list_joiner(language: str) -> str:
+    lang = language if language in ("en", "zh") else "en"
+    return str(load_toml(lang, "assumptions.toml").get("text", {}).get("list_joiner", ", "))
 
 
 def with_english_text(estimate: Estimate) -> Estimate:
