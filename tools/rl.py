@@ -69,6 +69,7 @@ from tools.lora import lora_trainable
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption
+from tools.search_memo import memo_in_search, search_scope
 
 GRPO_DEFAULT_NUM_GENERATIONS = 8  # trl/trainer/grpo_config.py num_generations default
 GRPO_DEFAULT_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
@@ -100,6 +101,12 @@ PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimi
     ("gradients",) if cal.GRADS_RESIDENT_ALL_STEP else ()
 )
 STATIC_PARTS = ("weights", "quant_metadata")
+
+# Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
+# per-model footprints are made without one: the reference, reward and critic forwards of one model over
+# the same sequences are one footprint, memoised on what it reads (tools.search_memo) within one estimate
+# and across the candidates of a planner search.
+_model_footprint = memo_in_search(model_footprint)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -304,9 +311,7 @@ def _frozen(
     """A frozen model: weights resident in `resident_phases` (only `score_phase` when offloaded),
     plus its no-grad forward transient in `score_phase` and the log-probs of `score_positions`
     positions per sequence (0: a reward model's single score, no vocabulary logits)."""
-    fwd = model_footprint(
-        rs, model=model, role=role, mode="forward", batch=batch, seq=seq, all_position_logits=False
-    )
+    fwd = _model_footprint(rs, model=model, mode="forward", batch=batch, seq=seq, all_position_logits=False)
     if score_positions and (fwd.stage is None or fwd.stage.last):
         lp = _logps_part(
             rs,
@@ -362,7 +367,7 @@ def _trained(
     `logps_positions`: the loss takes TRL's 16-bit log-probs of that many positions per sequence
     instead of the SFT fp32 cross-entropy over every position (0: no vocabulary logits, a value head)."""
     tr = model_footprint(
-        rs, model=model, role=role, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
+        rs, model=model, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
     )
     if logps_positions is not None:
         lp = _logps_part(
@@ -394,9 +399,9 @@ def _actor_rollout(
 ) -> list[PhasedComponent]:
     """The actor generating: KV cache, generation transient and logits; its persistent training state;
     under ZeRO-3 the full weights gathered for generation on top of the shard."""
-    gen = model_footprint(
+    gen = _model_footprint(
         rs,
-        role=role,
+        model=rs.model,
         mode="generate",
         batch=sequences,
         seq=seq,
@@ -469,8 +474,8 @@ def _ppo(
     parts += critic_parts
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
     # critic values over the rollouts: a no-grad forward (its weights are already counted as persistent)
-    critic_fwd = model_footprint(
-        rs, model=critic_ref, role="critic", mode="forward", batch=rollout, seq=seq, all_position_logits=False
+    critic_fwd = _model_footprint(
+        rs, model=critic_ref, mode="forward", batch=rollout, seq=seq, all_position_logits=False
     )
     parts += _take(critic_fwd, "forward", ("score_critic",), role="critic", skip=STATIC_PARTS)
     parts += _reference(rs, rollout, seq, response, phases, "score_reference", offload)
@@ -501,8 +506,8 @@ def _reference(
     only its forward transient, no second set of weights (TRL: ref_model = None for PEFT models).
     Its log-probs cover `positions` positions per sequence, computed under torch.no_grad."""
     if rs.adapters:
-        fwd = model_footprint(
-            rs, role="reference", mode="forward", batch=batch, seq=seq, all_position_logits=False
+        fwd = _model_footprint(
+            rs, model=rs.model, mode="forward", batch=batch, seq=seq, all_position_logits=False
         )
         parts = _take(
             fwd,
@@ -667,13 +672,14 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
     """
     prompt_len, _, rollout, gens = _fill_defaults(rs)
     extra: list[Assumption] = []
-    if rs.task == "ppo":
-        fp = _ppo(rs, prompt_len, rollout, extra)
-    elif rs.task == "grpo":
-        fp = _grpo(rs, prompt_len, rollout, gens, extra)
-    elif rs.task == "dpo":
-        fp = _dpo(rs)
-    else:
-        raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
+    with search_scope(join=True):  # a planner search's memo when inside one, else this estimate's own
+        if rs.task == "ppo":
+            fp = _ppo(rs, prompt_len, rollout, extra)
+        elif rs.task == "grpo":
+            fp = _grpo(rs, prompt_len, rollout, gens, extra)
+        elif rs.task == "dpo":
+            fp = _dpo(rs)
+        else:
+            raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
     rs.assumptions.extend(extra)
     return replace(fp)

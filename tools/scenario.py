@@ -266,7 +266,9 @@ class Scenario(BaseModel):
 
     def merged(self, **changes: Any) -> Scenario:
         """A copy with `changes` applied (follow-up questions, planner candidates)."""
-        data = self.model_dump(exclude_none=False)
+        # the fields as they are, not dumped: a nested model (the architecture) is taken as the validated
+        # instance it is (pydantic does not re-validate instances), every other field is validated again
+        data = {name: getattr(self, name) for name in Scenario.model_fields}
         data.update(changes)
         return Scenario.model_validate(data)
 
