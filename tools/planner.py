@@ -48,7 +48,6 @@ from tools.estimator import Fit
 from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
 from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
-from tools.search_memo import search_scope
 
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
 MAX_GPUS_DEFAULT = 1024
@@ -769,31 +768,28 @@ def plan(
     Candidates are checked with `tools.estimator.fit_of` (the verdict of `estimate(s, plan=False)`);
     with `estimate_fn` (an Estimate per scenario) they are estimated with it instead. The steps: the
     fewest GPUs of the job as stated, then (when it does not fit) single levers, ladders and more GPUs
-    with the light levers; one memo for the whole search (tools.search_memo), none across searches.
+    with the light levers.
     """
-    with search_scope():
-        search = _Search(
-            base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
-        )
-        stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
-        found = _min_gpus(search, {}, stated_fields)
-        kept = _Suggestions(base.scenario, search.stated)
-        _gpu_count_suggestion(kept, base, found)
-        if not base.fits:
-            _single_levers(search, kept)
-            _ladders(search, kept)
-            _more_gpus(search, kept, found, stated_fields, limit)
-        min_gpus_changes: dict[str, Any] | None = None
-        if found is not None:
-            min_gpus_changes = (
-                {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])
-            )
-        return PlanResult(
-            suggestions=[sg for _, sg in _cheapest(kept.scored, limit)],
-            min_gpus=found[0] if found else None,
-            min_gpus_changes=min_gpus_changes,
-            evaluated=search.evaluated,
-        )
+    search = _Search(
+        base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
+    )
+    stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
+    found = _min_gpus(search, {}, stated_fields)
+    kept = _Suggestions(base.scenario, search.stated)
+    _gpu_count_suggestion(kept, base, found)
+    if not base.fits:
+        _single_levers(search, kept)
+        _ladders(search, kept)
+        _more_gpus(search, kept, found, stated_fields, limit)
+    min_gpus_changes: dict[str, Any] | None = None
+    if found is not None:
+        min_gpus_changes = {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])
+    return PlanResult(
+        suggestions=[sg for _, sg in _cheapest(kept.scored, limit)],
+        min_gpus=found[0] if found else None,
+        min_gpus_changes=min_gpus_changes,
+        evaluated=search.evaluated,
+    )
 
 
 def _checker(estimate_fn: Callable[[Scenario], Estimate] | None) -> Callable[[Scenario], Fit]:

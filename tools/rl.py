@@ -64,12 +64,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tools import calibration as cal
+from tools.call_memo import memo_same_input, memo_scope
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
 from tools.lora import lora_trainable
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption
-from tools.search_memo import memo_in_search, search_scope
 
 GRPO_DEFAULT_NUM_GENERATIONS = 8  # trl/trainer/grpo_config.py num_generations default
 GRPO_DEFAULT_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
@@ -104,9 +104,8 @@ STATIC_PARTS = ("weights", "quant_metadata")
 
 # Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
 # per-model footprints are made without one: the reference, reward and critic forwards of one model over
-# the same sequences are one footprint, memoised on what it reads (tools.search_memo) within one estimate
-# and across the candidates of a planner search.
-_model_footprint = memo_in_search(model_footprint)
+# the same sequences are one call, made once per estimate (tools.call_memo).
+_model_footprint = memo_same_input(model_footprint)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -366,7 +365,7 @@ def _trained(
     """A trained model: its own peak in `update_phase`, its persistent states in `resident_phases`.
     `logps_positions`: the loss takes TRL's 16-bit log-probs of that many positions per sequence
     instead of the SFT fp32 cross-entropy over every position (0: no vocabulary logits, a value head)."""
-    tr = model_footprint(
+    tr = _model_footprint(
         rs, model=model, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
     )
     if logps_positions is not None:
@@ -450,6 +449,7 @@ def _ppo(
         seq=seq,
         update_phase="actor_update",
         resident_phases=tuple(p for p in phases if p not in ("actor_update", "rollout")),
+        adapters=rs.adapters,  # as the critic's: a critic of the policy's model trains alike (one footprint)
         logps_positions=response,
         what="response tokens",
     )
@@ -672,7 +672,7 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
     """
     prompt_len, _, rollout, gens = _fill_defaults(rs)
     extra: list[Assumption] = []
-    with search_scope(join=True):  # a planner search's memo when inside one, else this estimate's own
+    with memo_scope():  # the defaults are filled: `rs` stays as it is while the step is composed
         if rs.task == "ppo":
             fp = _ppo(rs, prompt_len, rollout, extra)
         elif rs.task == "grpo":
