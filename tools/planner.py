@@ -549,6 +549,8 @@ class _Search:
     max_gpus: int
     evaluated: int = 0
     cache: dict[str, Fit | None] = field(default_factory=dict)
+    valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
+    validated: dict[tuple[str, str], Any] = field(default_factory=dict)  # field values validated so far
 
     def run(self, changes: dict[str, Any]) -> Fit | None:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
@@ -562,12 +564,25 @@ class _Search:
             return self.cache[key]
         result: Fit | None
         try:
-            result = self.estimate_fn(self.stated.merged(**changes))
+            result = self.estimate_fn(self._checked_merge(changes))
         except (ScenarioError, ValueError):
             result = None
         self.evaluated += 1
         self.cache[key] = result
         return result
+
+    def _checked_merge(self, changes: dict[str, Any]) -> Scenario:
+        """`stated.merged(**changes)`: the stated scenario validated once per search (`valid`), then each
+        candidate validates only its changed fields (Scenario.merged_checked)."""
+        # a ValidationError is a ValueError: what the estimator rejects, as run() expects
+        if self.valid is None:
+            try:
+                self.valid = self.stated.merged()
+            except ValueError:  # not valid as stated: each candidate validated whole (a change may mend it)
+                self.valid = False
+        if self.valid is False:
+            return self.stated.merged(**changes)
+        return self.valid.merged_checked(self.validated, **changes)
 
     def resolved(self, changes: dict[str, Any]) -> Scenario:
         """The base's resolved scenario with `changes`: what levers inspect."""
