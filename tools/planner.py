@@ -668,12 +668,15 @@ def _fit_at(
 
 
 def _min_gpus(
-    search: _Search, extra: dict[str, Any], stated_fields: set[str]
+    search: _Search, extra: dict[str, Any], stated_fields: set[str], fits_as_is: bool = False
 ) -> tuple[int, dict[str, Any], Fit] | None:
     """Fewest GPUs (powers of two up to max_gpus, and the job's own count) that fit with `extra` applied,
-    by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding."""
+    by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding.
+    `fits_as_is`: the job fits on its own count, so the fewest is at most that many (no larger count is
+    probed: there a stated TP/PP may have no layout at all, which is no verdict on memory)."""
     n0 = search.resolved(extra).num_gpus or 1
-    counts = sorted({1 << k for k in range(search.max_gpus.bit_length()) if 1 << k <= search.max_gpus} | {n0})
+    top = n0 if fits_as_is else search.max_gpus
+    counts = sorted({1 << k for k in range(top.bit_length()) if 1 << k <= top} | {n0})
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
     while lo <= hi:
@@ -789,7 +792,7 @@ def plan(
         base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
     )
     stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
-    found = _min_gpus(search, {}, stated_fields)
+    found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
     kept = _Suggestions(base.scenario, search.stated)
     _gpu_count_suggestion(kept, base, found)
     if not base.fits:
