@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import wraps
+from operator import is_
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,12 +57,16 @@ def _key(value: object, keep: list[object]) -> object:
     return ("id", id(value))
 
 
-def _attributes(obj: object) -> tuple[object, ...]:
-    return tuple(vars(obj).values())
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 
 
-def _same(a: object, b: object) -> bool:
-    return a is b
+def _arguments_key(kwargs: dict[str, Any], keep: list[object]) -> tuple[object, ...]:
+    """`_key` of each keyword argument, plain scalars (the common case) without a call per value."""
+    out = []
+    for name, value in kwargs.items():
+        kind = type(value)
+        out.append((name, kind, value) if kind in _PLAIN else (name, _key(value, keep)))
+    return tuple(out)
 
 
 def memo_same_input(fn: F) -> F:
@@ -73,10 +78,10 @@ def memo_same_input(fn: F) -> F:
         if table is None:
             return fn(first, **kwargs)
         keep: list[object] = [first]
-        call = (fn, id(first), tuple((k, _key(v, keep)) for k, v in kwargs.items()))
+        call = (fn, id(first), _arguments_key(kwargs, keep))
         got = table.get(call)
-        now = _attributes(first)
-        if got is not None and len(got[0]) == len(now) and all(map(_same, got[0], now)):
+        now = tuple(vars(first).values())
+        if got is not None and len(got[0]) == len(now) and all(map(is_, got[0], now)):
             return got[1]
         result = fn(first, **kwargs)
         table[call] = (now, result, keep)

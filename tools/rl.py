@@ -130,12 +130,12 @@ def _take(
             continue
         if part.name in skip or src_phase not in part.at:
             continue
-        value, formula, subst = part.at[src_phase]
+        entry = part.at[src_phase]
         if divide > 1:
+            value, formula, subst = entry
             value = value // divide
-            formula = f"{formula} / N (ZeRO-3 sharded)"
-            subst = f"({subst}) / {divide} = {value:,} B"
-        if value <= 0:
+            entry = (value, f"{formula} / N (ZeRO-3 sharded)", f"({subst}) / {divide} = {value:,} B")
+        if entry[0] <= 0:
             continue
         name = (rename or {}).get(part.name, part.name)
         out.append(
@@ -143,7 +143,7 @@ def _take(
                 name=name,
                 label=part.label,
                 source=part.source,
-                at={ph: (value, formula, subst) for ph in dst_phases},
+                at=dict.fromkeys(dst_phases, entry),  # the same (bytes, formula, substituted) in each phase
                 model_role=role,
                 note=note or part.note,
             )
