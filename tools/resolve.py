@@ -114,11 +114,6 @@ class ResolvedScenario:
         return self.task != "inference"
 
     @property
-    def assumed_fields(self) -> frozenset[str]:
-        """The fields whose value is an assumption (a default filled in), not what the user stated."""
-        return frozenset(a.field for a in self.assumptions)
-
-    @property
     def adapters(self) -> bool:
         return self.task in ADAPTER_TASKS or (self.task in RL_TASKS and self.scenario.lora_rank is not None)
 

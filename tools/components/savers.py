@@ -217,7 +217,7 @@ def _master_weight_wrapper(
     role = ts.role
     assert rs.recipe is not None
     phases = ("end_of_forward", "backward", "optimizer_step")
-    recipe_filled = "precision_recipe" in rs.assumed_fields
+    recipe_filled = any(a.field == "precision_recipe" for a in rs.assumptions)
     if rs.recipe.name == "mixed" and lay.zero_stage == 0 and not lay.offload_optimizer and recipe_filled:
         # the default recipe of a 16-bit full fine-tune is the ZeRO paper's 16 B/param model, kept as it is;
         # the wrapper's step below applies when "mixed" (DeepSpeed) is stated
@@ -262,7 +262,7 @@ def _master_weight_wrapper(
 def pipeline_microbatches(rs: ResolvedScenario) -> int:
     """Megatron get_num_microbatches: global batch / (micro-batch x DP) when the global batch is stated."""
     sc, lay = rs.scenario, rs.layout
-    filled = "pp_microbatches" in rs.assumed_fields
+    filled = any(a.field == "pp_microbatches" for a in rs.assumptions)
     if sc.pp_microbatches and not (filled and sc.global_batch_size):
         return sc.pp_microbatches
     if sc.global_batch_size:
