@@ -8,8 +8,7 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 MAX_LINES = 80
-# to split in a change of its own (others are changing this file now): the planner's search loop
-ALLOWED = {("planner.py", "plan")}
+ALLOWED: set[tuple[str, str]] = set()  # functions still over the limit (none)
 
 
 def long_functions(root: Path = TOOLS, limit: int = MAX_LINES) -> list[tuple[str, str, int]]:
