@@ -37,6 +37,8 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class AdamW:
+    """AdamW: two fp32 states (exp_avg, exp_avg_sq) per trainable parameter."""
+
     name: str = "adamw"
     label: str = "AdamW m and v"
     source: str = "Loshchilov & Hutter 2019; torch.optim.AdamW exp_avg + exp_avg_sq; ZeRO (Rajbhandari et al. 2020) sec. 3.1"
@@ -106,6 +108,8 @@ class AdamW8bit:
 
 @dataclass(frozen=True)
 class Sgd:
+    """SGD: a momentum buffer per trainable parameter when momentum is on, else no state."""
+
     name: str = "sgd"
     momentum: bool = False
     paged: bool = False
@@ -130,6 +134,8 @@ class Sgd:
 
 @dataclass(frozen=True)
 class Lion:
+    """Lion: one momentum state per trainable parameter."""
+
     name: str = "lion"
     label: str = "Lion momentum"
     source: str = (
