@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         from service.channels.cli_estimate import run_estimate
 
         # One estimate and the process ends: the cyclic collector would only walk, again and again, the
-        # objects the imports create (pydantic's schemas, the catalog) and free little (~15 ms of the
+        # objects the imports create (pydantic's schemas, the catalog) and free little (11-15 ms of the
         # ~250 ms process, peak memory within 1 MB). It is back on when the estimate returns.
         was_enabled = gc.isenabled()
         gc.disable()
