@@ -67,7 +67,8 @@ def test_missing_file_exit_2() -> None:
 
 
 # What `vramwise estimate` must not load (process start to result is a benchmark target, 300 ms): the
-# service's frameworks and stores, the Hub client, and -- for a training job -- the serving engines'
+# service's frameworks, stores and agents (the agent package's text modules, which fill the JSON's
+# English sentences, are light), the Hub client, and -- for a training job -- the serving engines'
 # models and the Hub look-up's thread pool.
 HEAVY = (
     "torch",
@@ -82,7 +83,9 @@ HEAVY = (
     "httpx",
     "huggingface_hub",
     "service.api",
-    "service.agent",
+    "service.agent.llm",
+    "service.agent.offline",
+    "service.agent.factory",
     "service.settings",
     "service.store",
 )
