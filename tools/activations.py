@@ -398,6 +398,8 @@ def block_for(arch: Architecture) -> GptBlock | LlamaBlock | HfGpt2Block:
 
 @dataclass(frozen=True)
 class StageActivations:
+    """Saved activations of one pipeline stage: the peak, what is kept through backward and what lives only while a recomputed layer runs."""
+
     bytes: int  # at the largest moment: kept + live
     formula: str
     substituted: str

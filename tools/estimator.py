@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
@@ -32,7 +33,9 @@ from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.scenario import Scenario
-from tools.serving import EngineInputs
+
+if TYPE_CHECKING:  # imported where used: a training estimate never loads the serving engines' models
+    from tools.serving import EngineInputs
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:

@@ -47,6 +47,8 @@ def _data_parallel_size(s: Scenario) -> int:
 
 @dataclass(frozen=True)
 class Explanation:
+    """Why a stated setting leaves the peak unchanged: a template key and its values."""
+
     template_key: str
     variables: dict[str, Any]
 

@@ -122,6 +122,8 @@ class Move:
 
 @dataclass
 class Candidate:
+    """A stack of moves and the scenario fields they change together."""
+
     moves: tuple[Move, ...]
     changes: dict[str, Any] = field(default_factory=dict)
 
@@ -233,6 +235,8 @@ def _dp(s: Scenario) -> int:
 
 @dataclass(frozen=True)
 class Checkpointing:
+    """Lever: gradient checkpointing (full recompute)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or s.gradient_checkpointing or s.recompute == "full":
             return None
@@ -245,6 +249,8 @@ class Checkpointing:
 
 @dataclass(frozen=True)
 class EightBitOptimizer:
+    """Lever: 8-bit AdamW (bitsandbytes) instead of fp32 states."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or s.optimizer not in (None, "adamw", "paged_adamw"):
             return None
@@ -255,6 +261,8 @@ class EightBitOptimizer:
 
 @dataclass(frozen=True)
 class ZeroStage:
+    """Lever: ZeRO stage `stage` over the data-parallel GPUs."""
+
     stage: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -270,6 +278,8 @@ class ZeroStage:
 
 @dataclass(frozen=True)
 class OffloadOptimizer:
+    """Lever: optimizer states in CPU memory (ZeRO-Offload)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or (s.offload_optimizer or "none") != "none" or _quantized_base(s):
             return None
@@ -284,6 +294,8 @@ class OffloadOptimizer:
 
 @dataclass(frozen=True)
 class OffloadParams:
+    """Lever: parameters and optimizer states in CPU memory (ZeRO-3 Infinity)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or (s.offload_params or "none") != "none" or _quantized_base(s):
             return None
@@ -323,6 +335,8 @@ class SmallerMicroBatch:
 
 @dataclass(frozen=True)
 class UseLora:
+    """Lever: LoRA of rank `rank` on a frozen 16-bit base instead of full fine-tuning."""
+
     rank: int = 16
 
     def move(self, s: Scenario) -> Move | None:
@@ -339,6 +353,8 @@ class UseLora:
 
 @dataclass(frozen=True)
 class UseQlora:
+    """Lever: QLoRA (4-bit NF4 base + LoRA of rank `rank`)."""
+
     rank: int = 16
 
     def move(self, s: Scenario) -> Move | None:
@@ -367,6 +383,8 @@ class UseQlora:
 
 @dataclass(frozen=True)
 class ShorterSequence:
+    """Lever: half the sequence length."""
+
     def move(self, s: Scenario) -> Move | None:
         n = s.seq_len or 0
         if n < 512:
@@ -387,6 +405,8 @@ def megatron_layouts(s: Scenario) -> bool:
 
 @dataclass(frozen=True)
 class TensorParallel:
+    """Lever: tensor parallelism of `size` GPUs."""
+
     size: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -402,6 +422,8 @@ class TensorParallel:
 
 @dataclass(frozen=True)
 class PipelineParallel:
+    """Lever: pipeline parallelism of `size` stages."""
+
     size: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -416,6 +438,8 @@ class PipelineParallel:
 
 @dataclass(frozen=True)
 class KvDtype8:
+    """Lever: an fp8 KV cache (serving)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task != "inference" or s.kv_dtype in ("fp8", "int8"):
             return None
@@ -424,6 +448,8 @@ class KvDtype8:
 
 @dataclass(frozen=True)
 class QuantizedWeights:
+    """Lever: weights quantised to `dtype` (fp8, int8 or int4) for inference."""
+
     dtype: str  # fp8, int8 or int4
 
     def move(self, s: Scenario) -> Move | None:
@@ -543,6 +569,8 @@ INFERENCE_LADDER: tuple[Any, ...] = (KvDtype8(), QuantizedWeights("fp8"), Quanti
 
 @dataclass
 class _Search:
+    """One planner search: the base job, the verdicts met so far (cached by changes) and their count."""
+
     base: Estimate
     stated: Scenario
     estimate_fn: Callable[[Scenario], Fit]

@@ -59,6 +59,8 @@ class DenseFormat:
 
 @dataclass(frozen=True)
 class Fp8Format:
+    """FP8 (E4M3) weights with per-tensor scales."""
+
     name: str = "fp8"
     quantised: bool = True
     compute_bytes: int = 2
@@ -78,6 +80,8 @@ class Fp8Format:
 
 @dataclass(frozen=True)
 class BnbInt8Format:
+    """bitsandbytes LLM.int8: int8 weights with an fp32 scale per row."""
+
     name: str = "int8"
     quantised: bool = True
     compute_bytes: int = 2

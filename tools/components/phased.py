@@ -71,6 +71,8 @@ class PhasedComponent:
 
 @dataclass(frozen=True)
 class ModelFootprint:
+    """One model's components on its most loaded GPU, phase by phase, with the notes they raised."""
+
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
     gpu_role: str

@@ -82,6 +82,8 @@ class TraceRequest:
 
 @dataclass
 class TraceResult:
+    """A traced run: the request, the measured report and what differs from the GPU it stands for."""
+
     request: TraceRequest
     report: TraceReport
     family: str
