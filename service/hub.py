@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
 

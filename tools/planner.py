@@ -45,8 +45,8 @@ from pydantic import BaseModel, Field
 
 from tools.errors import ScenarioError
 from tools.estimator import Fit
-from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
+from tools.rules.parallel import tp_fits_heads
 from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)

@@ -67,7 +67,7 @@ from tools import calibration as cal
 from tools.assumptions import assumption
 from tools.call_memo import memo_same_input, memo_scope
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
-from tools.lora import lora_trainable
+from tools.model.lora import lora_trainable
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption

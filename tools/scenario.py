@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from tools.architecture import Architecture, reject_bool_for_number
+from tools.model.architecture import Architecture, reject_bool_for_number
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal[
@@ -22,7 +22,7 @@ WeightDtype = Literal[
     "int8",
     "int4",
     "nf4",
-    # llama.cpp GGUF file types (tools/gguf.py: per-tensor ggml block mixes)
+    # llama.cpp GGUF file types (tools/rules/gguf.py: per-tensor ggml block mixes)
     "q8_0",
     "q6_k",
     "q5_k_m",
@@ -242,7 +242,7 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:
         """GGUF and EXL2 name their own storage (the resolver takes the method from the dtype)."""
-        from tools.gguf import GGUF_DTYPES
+        from tools.rules.gguf import GGUF_DTYPES
 
         dtype = self.weight_dtype
         if dtype in GGUF_DTYPES or dtype == "exl2":

@@ -661,7 +661,7 @@ class LlamaCppEngine:
                 p.weights,
                 "GGUF tensors of the layers on this GPU (+ output layer when all fit)",
                 f"{p.weights:,} B",
-                "tools.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
+                "tools.rules.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
                 "weights.gguf_layers",
             ),
             EngineTerm(

@@ -2,7 +2,7 @@
 
 `models.json` holds one entry per model: the architecture (config.json keys), the published
 parameter count and where it comes from. Counts are recomputed from the architecture by
-`tools.params.count_params`; tests pin them against the published figures.
+`tools.model.params.count_params`; tests pin them against the published figures.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from tools.architecture import Architecture, ParamBreakdown
 from tools.catalog.fuzzy import closest, normalize, strip_variant
 from tools.errors import ScenarioError, quote
+from tools.model.architecture import Architecture, ParamBreakdown
 
 MODELS_JSON = Path(__file__).with_name("models.json")
 MODEL_ACCEPTED = "a catalog id (see GET /v1/catalog/models), a bare size like 7B / 70亿, or an HF config.json"
@@ -45,7 +45,7 @@ class ModelSpec(BaseModel):
 
     @cached_property
     def breakdown(self) -> ParamBreakdown:  # computed once per (immutable) catalog entry
-        from tools.params import count_params
+        from tools.model.params import count_params
 
         return count_params(self.architecture)
 
@@ -175,7 +175,7 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
                 assumed_code=assumed[0],
                 assumed_values=assumed[1],
             )
-        from tools.params import count_params
+        from tools.model.params import count_params
 
         return ResolvedModel(
             spec=None,

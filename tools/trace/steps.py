@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 from tools.trace.build import build_model, family_for
 from tools.trace.savers import (
     MasterWeightStep,

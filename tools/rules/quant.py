@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tools.architecture import LinearShape
-from tools.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
+from tools.model.architecture import LinearShape
+from tools.rules.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -274,6 +274,6 @@ class ParamBreakdown(BaseModel):
 
 def param_breakdown(arch: Architecture) -> ParamBreakdown:
     """Count parameters exactly from the architecture (HF modeling_* module shapes)."""
-    from tools.params import count_params  # implemented in tools/params.py
+    from tools.model.params import count_params  # implemented in tools/model/params.py
 
     return count_params(arch)

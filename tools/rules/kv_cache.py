@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 
 SOURCE = "vLLM vllm/v1/kv_cache_interface.py (FullAttentionSpec / MLAAttentionSpec / SlidingWindowSpec)"
 

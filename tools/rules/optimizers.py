@@ -27,7 +27,9 @@ class TrainableSpec:
     formula: str = ""  # how `params` was counted, symbolic
     substituted: str = ""  # with the numbers
     targets: tuple[str, ...] = ()  # LoRA: the targeted linear names (empty: the weights themselves train)
-    outer_targets: tuple[str, ...] = ()  # LoRA on the LM head / token embedding (tools.lora.OUTER_TARGETS)
+    outer_targets: tuple[
+        str, ...
+    ] = ()  # LoRA on the LM head / token embedding (tools.model.lora.OUTER_TARGETS)
 
 
 def _cdiv(a: int, b: int) -> int:
