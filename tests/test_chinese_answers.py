@@ -49,26 +49,33 @@ def test_error_codes_are_stable_and_english_stays_english() -> None:
     assert "可接受的取值：能整除注意力头数的值：1, 2, 4, 8, 16, 32。" in render_error(tp.value, "zh")
 
 
-def test_chinese_formulas_say_their_words_in_chinese_and_keep_the_numbers() -> None:
-    """Chinese answers printed 'micro-batches in flight x layers x layer input ...' in English."""
+def test_chinese_formulas_keep_symbols_and_numbers_and_say_the_symbols_in_chinese() -> None:
+    """Chinese answers printed 'micro-batches in flight x layers x layer input ...' in English; formulas
+    are now symbols and numbers, and the legend under the breakdown says what each symbol means."""
     e = estimate(Scenario(model="qwen2.5-14b", task="qlora", gpu="4090"), plan=False)
-    zh = render_answer(e, "zh")
+    zh, en = render_answer(e, "zh"), render_answer(e, "en")
     act = e.component("activations")
     # the peak is the loss backward: layer inputs only (the recomputed layer comes after it; traced) +
     # the final norm; q's and v's LoRA paths each keep their own 16-bit input copy (+2h norms) and the
     # bnb 4-bit base linears keep their inputs (MatMul4Bit ctx.tensors = (A, B)): both norm outputs
     # (+4h) and the SwiGLU product (+2i) in the per-layer figure
-    assert (
-        "`1 x 48 层 x 20,971,520 B = 1,006,632,960 B + 最终归一化 41,951,232 B = 1,048,584,192 B; 每层: "
-        in zh
+    assert act.formula == (
+        "m_flight x L_local x A_in + A_final_norm; A_layer = s x b x (B_norms + B_attn + B_mlp) + A_core (flash)"
     )
-    assert "(81,928 归一化 + 24,576 注意力 + 110,592 MLP) B + 327,680 B 注意力核心 = 444,940,288 B`" in zh
-    assert "micro-batches in flight" not in zh and "per layer" not in zh and "linear weights" not in zh
-    assert "final norm" not in zh and "+ LM head 前的最终归一化; A_layer" in zh  # calibration's new term
-    assert act.substituted in render_answer(e, "en")  # English keeps the estimator's own text
-    assert (
-        "底座线性层权重 x 0.5 B (nf4) + 底座其他参数（嵌入、LM head、归一化） x 4 B + LoRA 适配器 x 4 B" in zh
+    assert act.substituted == (
+        "1 x 48 x 20,971,520 B = 1,006,632,960 B + 41,951,232 B = 1,048,584,192 B; "
+        "A_layer = 2,048 x 1 x (81,928 + 24,576 + 110,592) B + 327,680 B = 444,940,288 B"
     )
+    assert f"`{act.formula}` = `{act.substituted}`" in zh and f"`{act.formula}` = `{act.substituted}`" in en
+    assert "公式中的符号：" in zh and "Symbols in the formulas:" in en
+    assert "  - `m_flight`：本流水线阶段上在途的 micro-batch 数" in zh
+    assert "  - `A_final_norm`：LM head 之前最终归一化保存的张量" in zh
+    assert "  - `P_other`：本卡上的其他参数（嵌入、LM head、归一化）" in zh
+    assert "  - `m_flight`: micro-batches in flight on this pipeline stage" in en
+    assert "P_linear x 0.5 B (nf4) + P_other x 4 B + P_adapter x 4 B" in zh
+    # only the symbols these formulas use are listed: no KV cache, no pipeline schedule here
+    assert "`n_seq`" not in zh and "`m_schedule`" not in zh
+    assert "micro-batches in flight" not in zh and "per layer" not in zh and "final norm" not in zh
 
 
 def test_chinese_answers_keep_known_notes_in_chinese() -> None:

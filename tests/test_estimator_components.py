@@ -412,13 +412,16 @@ def test_full_finetune_components_are_readable_and_add_up() -> None:
     # traced calibration (docs/accuracy.md): o_proj's input is a view of the SDPA output (attention
     # 40,960 -> 32,768 B/token), the norms' fp32 rsqrt (+8 B/token), and the final norm before the LM head
     assert act.substituted == (
-        "1 x 32 layers x 381,960,192 B = 12,222,726,144 B + final norm 67,117,056 B = 12,289,843,200 B; "
-        "per layer: 2,048 x 1 x (65,544 norms + 32,768 attention + 88,064 MLP) B + 262,144 B core = 381,960,192 B"
+        "1 x 32 x 381,960,192 B = 12,222,726,144 B + 67,117,056 B = 12,289,843,200 B; "
+        "A_layer = 2,048 x 1 x (65,544 + 32,768 + 88,064) B + 262,144 B = 381,960,192 B"
     )
     assert 2048 * (65_544 + 32_768 + 88_064) + 262_144 == 381_960_192  # the line's own arithmetic
     assert 32 * 381_960_192 + 2048 * (8 * 4096 + 4) == 12_289_843_200
-    slack = e.component("allocator_slack")
-    assert slack.bytes == 4 * GiB and "(the cap)" in slack.substituted  # 5% of 113 GiB is capped at 4 GiB
+    assert act.formula == (
+        "m_flight x L_local x A_layer + A_final_norm; A_layer = s x b x (B_norms + B_attn + B_mlp) + A_core (flash)"
+    )
+    slack = e.component("allocator_slack")  # 5% of 113 GiB is capped at 4 GiB
+    assert slack.bytes == 4 * GiB and slack.substituted.startswith("min(0.05 x ")
     _sources_once(e)
 
 
@@ -431,7 +434,8 @@ def test_qlora_weights_formula_says_what_is_4_bit_and_what_is_not() -> None:
         "13,212,057,600 x 0.5 B + 1,557,976,064 x 4 B + 6,291,456 x 4 B = 12,863,098,880 B"
     )
     assert 13_212_057_600 // 2 + 1_557_976_064 * 4 + 6_291_456 * 4 == 12_863_098_880
-    assert meta.formula == "scales per quantised linear weight: 1/64 B + 4/(64*256) B"
+    assert w.formula == "P_linear x 0.5 B (nf4) + P_other x 4 B + P_adapter x 4 B"
+    assert meta.formula == "P_linear x (1/64 B + 4/(64*256) B)"
     assert meta.bytes == 209_664_000  # 13,212,057,600 / 64 + 13,212,057,600 * 4 / 16,384 (rounded per block)
     # at the loss backward no layer is being recomputed, the loss
     # tensors are 12 B/elem, and under checkpointing the autocast adapter copies are not kept for

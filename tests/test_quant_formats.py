@@ -101,7 +101,9 @@ def test_q4_k_m_is_about_4_85_bits_not_4_25() -> None:
     )
     label = component_label(w, "en")
     assert "Q4_K_M" in label and "4.5 bpw" in label and "Q6_K" in label
-    assert "bpw on this model" in w.formula
+    # the rate over this model's linears (Q6_K promotions included), the other tensors as stored
+    assert w.formula == "P_linear x 4.82/8 B + W_other (GGUF Q4_K_M)"
+    assert w.substituted.endswith(f" = {w.bytes:,} B")
 
 
 def test_exl2_counts_the_stated_bits() -> None:

@@ -135,7 +135,7 @@ def _take(
         if divide > 1:
             value, formula, subst = entry
             value = value // divide
-            entry = (value, f"{formula} / N (ZeRO-3 sharded)", f"({subst}) / {divide} = {value:,} B")
+            entry = (value, f"{formula} / N (ZeRO-3)", f"({subst}) / {divide} = {value:,} B")
         if entry[0] <= 0:
             continue
         name = (rename or {}).get(part.name, part.name)
@@ -181,7 +181,7 @@ def _logps_part(
         total = per * tokens * vocab_local
         at[ph] = (
             total,
-            f"sequences x scored positions x V/t x {per} B ({what})",
+            f"n_seq x n_scored x V/t x {per} B",
             f"{sequences} x {positions:,} x {vocab_local:,} x {per} B = {total:,} B",
         )
     if tokens <= 0 or not at:
@@ -578,7 +578,7 @@ def _vllm_colocate(rs: ResolvedScenario, phases: tuple[str, ...]) -> list[Phased
     at = {
         ph: (
             reserved,
-            "vllm_gpu_memory_utilization x card memory",
+            "vllm_gpu_memory_utilization x M_card",
             f"{gmu} x {card:,} B = {reserved:,} B",
         )
         for ph in phases

@@ -233,7 +233,7 @@ def _tp_weights_term(x: EngineInputs, source: str) -> EngineTerm:
     return EngineTerm(
         "weights",
         x.weights_bytes,
-        "weights on this GPU (after TP)",
+        "W_local",
         f"{x.weights_bytes:,} B",
         source,
         "weights.engine",
@@ -323,8 +323,8 @@ class VllmEngine:
             EngineTerm(
                 "activations",
                 p.peak,
-                "max(one forward of max_num_batched_tokens, sampler fp32 logits of max_num_seqs rows)",
-                f"max({p.forward:,} B for {p.step:,} tokens, {p.rows} x {x.vocab_size:,} x 4 B = {p.sampler:,} B)",
+                "max(A_forward(max_num_batched_tokens), max_num_seqs x V x 4 B)",
+                f"max(A_forward({p.step:,}) = {p.forward:,} B, {p.rows} x {x.vocab_size:,} x 4 B = {p.sampler:,} B)",
                 "vllm/v1/worker/gpu_model_runner.py profile_run (_dummy_run + _dummy_sampler_run)",
                 "activations.profile_run",
                 label_values=(("step", p.step),),
@@ -332,20 +332,20 @@ class VllmEngine:
             EngineTerm(
                 "kv_cache",
                 pool.available,
-                "gpu_memory_utilization x card - weights - profile peak - non-torch memory",
+                "gpu_memory_utilization x M_card - W_local - A_profile - M_non_torch",
                 f"{self.fraction(x)} x {x.card_bytes:,} - {pool.non_kv_bytes:,} = {pool.available:,} B "
-                f"({pool.num_blocks:,} blocks of {pool.block_size})",
+                f"(n_blocks = {pool.num_blocks:,}, block_size = {pool.block_size})",
                 self.source,
                 "kv_cache.vllm_pool",
             ),
             _cuda_context_term(
                 x,
-                "CUDA context, cuBLAS/NCCL (non-torch memory of the profile)",
+                "M_non_torch",
                 "vllm/utils memory_profiling non_torch_increase",
             ),
             _cuda_graphs_term(
                 graphs,
-                f"graph pool: one forward of the largest capture size ({VLLM_MAX_CUDAGRAPH_CAPTURE} tokens)",
+                f"A_graph({VLLM_MAX_CUDAGRAPH_CAPTURE})",
                 "vllm/v1/worker/gpu_model_runner.py capture_model (after KV allocation, outside the reservation)",
             ),
         ]
@@ -472,7 +472,7 @@ class SglangEngine:
             EngineTerm(
                 "kv_cache",
                 s.pool,
-                "mem_fraction_static x card - weights",
+                "mem_fraction_static x M_card - W_local",
                 f"{self.fraction(x)} x {x.card_bytes:,} - {x.weights_bytes:,} = {s.pool:,} B",
                 self.source,
                 "kv_cache.sglang_pool",
@@ -480,7 +480,7 @@ class SglangEngine:
             EngineTerm(
                 "activations",
                 s.forward,
-                f"one chunked-prefill step of {s.step:,} tokens",
+                f"A_forward({s.step:,})",
                 f"{s.forward:,} B",
                 "sglang server_args.py chunked_prefill_size",
                 "activations.prefill_chunk",
@@ -488,10 +488,10 @@ class SglangEngine:
             ),
             _cuda_graphs_term(
                 s.graphs,
-                f"graph pool of the largest capture ({VLLM_MAX_CUDAGRAPH_CAPTURE})",
+                f"A_graph({VLLM_MAX_CUDAGRAPH_CAPTURE})",
                 "sglang cuda_graph_runner.py",
             ),
-            _cuda_context_term(x, "CUDA context, cuBLAS/NCCL", "calibration.CUDA_CONTEXT_BYTES"),
+            _cuda_context_term(x, "M_context", "calibration.CUDA_CONTEXT_BYTES"),
         ]
 
     def notes(self, x: EngineInputs, s: StaticSplit) -> list[Note]:
@@ -659,7 +659,7 @@ class LlamaCppEngine:
             EngineTerm(
                 "weights",
                 p.weights,
-                "GGUF tensors of the layers on this GPU (+ output layer when all fit)",
+                "W_gguf_local",
                 f"{p.weights:,} B",
                 "tools.rules.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
                 "weights.gguf_layers",
@@ -667,8 +667,8 @@ class LlamaCppEngine:
             EngineTerm(
                 "kv_cache",
                 p.kv,
-                "n_ctx x layers here x (n_embd_k_gqa + n_embd_v_gqa) x 2 B (f16)",
-                f"{g.n_ctx:,} tokens x {x.kv_bytes_per_token:,} B/token x (layers here / {g.layers})",
+                "n_ctx x L_local x (n_embd_k_gqa + n_embd_v_gqa) x 2 B (f16)",
+                f"{g.n_ctx:,} x {x.kv_bytes_per_token:,} B x L_local/{g.layers} = {p.kv:,} B",
                 "llama.cpp src/llama-kv-cache.cpp",
                 "kv_cache.gguf",
                 label_values=(("n_ctx", g.n_ctx),),
@@ -676,12 +676,12 @@ class LlamaCppEngine:
             EngineTerm(
                 "compute_buffer",
                 p.buffer,
-                f"one {self.ubatch}-token ubatch graph ({offload} offload)",
+                ("A_ubatch_full" if offload == "full" else "A_ubatch_partial") + f"({self.ubatch})",
                 f"{p.buffer:,} B",
                 "ollama fs/ggml/ggml.go GraphSize (llama.cpp ggml_backend_sched reserve)",
                 "compute_buffer",
             ),
-            _cuda_context_term(x, "CUDA context, cuBLAS workspaces", "calibration.CUDA_CONTEXT_BYTES"),
+            _cuda_context_term(x, "M_context", "calibration.CUDA_CONTEXT_BYTES"),
         ]
 
     def run(self, x: EngineInputs) -> EngineResult:

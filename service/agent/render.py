@@ -22,6 +22,7 @@ from typing import Any
 from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
+from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
@@ -341,6 +342,9 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
             total=fmt_gib(estimate.per_gpu.total_bytes),
         )
     )
+    legend = legend_lines(estimate.components, lang)  # what the formulas' symbols mean
+    if legend:
+        lines += ["", *legend]
     if estimate.suggestions:
         lines += [
             "",
@@ -440,8 +444,8 @@ def _component_lines(c: Component, language: str) -> list[str]:
                 language,
                 "text",
                 "component_formula",
-                formula=localise_terms(c.formula, language),
-                substituted=localise_terms(c.substituted, language),
+                formula=c.formula,
+                substituted=c.substituted,
             )
         )
     if c.source:
@@ -484,24 +488,6 @@ def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
 
 def _note_table(language: str, section: str) -> dict[str, Any]:
     return dict(load_toml(language, "notes.toml").get(section, {}))
-
-
-def localise_terms(text: str, language: str) -> str:
-    """The words inside a formula in the answer's language (prompts/<lang>/labels.toml [formula_terms],
-    longest phrase first, whole words only); symbols and numbers are left as they are."""
-    terms = _formula_terms(_lang(language))
-    if not terms:
-        return text
-    return terms[0].sub(lambda m: terms[1][m.group(0)], text)
-
-
-@lru_cache(maxsize=4)
-def _formula_terms(language: str) -> tuple[re.Pattern[str], dict[str, str]] | None:
-    table = {str(k): str(v) for k, v in _labels(language, "formula_terms").items()}
-    if not table:
-        return None
-    alternatives = "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
-    return re.compile(rf"(?<![A-Za-z_])(?:{alternatives})(?![A-Za-z_])"), table
 
 
 def render_answer(estimate: Estimate, language: str) -> str:
@@ -713,7 +699,7 @@ def display_panels(estimate: Estimate, language: str) -> Display:
                 name=c.name,
                 model_role=c.model_role,
                 label=component_label(c, lang),
-                formula=localise_terms(c.substituted or c.formula or "", lang),
+                formula=c.substituted or c.formula or "",
             )
             for c in estimate.components
         ],

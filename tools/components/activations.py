@@ -60,13 +60,13 @@ class TrainingActivations:
         act, final_norm = self.stage, self.final_norm
         formula = act.formula if with_live else act.kept_formula
         head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition(
-            "; per layer: "
+            "; A_layer = "
         )
         total = self.kept + (act.live if with_live else 0)
         if final_norm:
-            formula = formula.replace(";", " + final norm before the LM head;", 1)
-            head += f" + final norm {final_norm:,} B = {total:,} B"
-        return total, formula, head + (f"; per layer: {per_layer}" if per_layer else "")
+            formula = formula.replace(";", " + A_final_norm;", 1)
+            head += f" + {final_norm:,} B = {total:,} B"
+        return total, formula, head + (f"; A_layer = {per_layer}" if per_layer else "")
 
 
 def training_activations(ts: TrainStep) -> TrainingActivations:

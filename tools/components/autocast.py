@@ -11,13 +11,13 @@ from tools.components.step import TrainStep
 def _cast_weights(ts: TrainStep) -> tuple[int, str]:
     """(elements, what) of the fp32 weights the autocast region casts to 16 bits."""
     if ts.adapters:
-        return ts.trainable_local, "adapter weights"
+        return ts.trainable_local, "P_adapter"
     if ts.lay.zero_stage >= 3:
-        return ts.loc.largest_gathered, "the gathered layer"
+        return ts.loc.largest_gathered, "P_largest_layer"
     if ts.rs.task == "freeze":
-        return ts.trainable_local, "trainable layers' weights"
+        return ts.trainable_local, "P_trainable_local"
     # F.embedding is not autocast: no copy of the table
-    return ts.loc.linear_local + ts.loc.head_matmul, "linear + LM-head weights"
+    return ts.loc.linear_local + ts.loc.head_matmul, "P_matmul_local"
 
 
 def autocast_copies(ts: TrainStep) -> PhasedComponent | None:
@@ -35,7 +35,7 @@ def autocast_copies(ts: TrainStep) -> PhasedComponent | None:
             # peak, llama-3-8b amp b8 s1024 gc)
             ("end_of_forward",) if ts.rs.recompute == "full" else FWD_BWD,
             cb,
-            f"P_matmul_local x {cal.AUTOCAST_COPY_BYTES} B ({what})",
+            f"{what} x {cal.AUTOCAST_COPY_BYTES} B",
             f"{copied:,} x {cal.AUTOCAST_COPY_BYTES} B = {cb:,} B",
         ),
         ts.role,

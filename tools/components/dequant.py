@@ -14,7 +14,7 @@ from tools.components.phased import FWD_BWD, PhasedComponent, phased, same
 from tools.components.step import ModelStep, TrainStep
 from tools.rules.quant import Bnb4bitFormat, DenseFormat
 
-FORMULA = "max(in x out) / t x 2 B"
+FORMULA = "max(d_in x d_out) / t x 2 B"
 LABEL = "dequant_workspace"  # label code (tools/labels.py)
 
 

@@ -37,10 +37,10 @@ def end_of_backward(
     if lay.offload_optimizer:
         return None
     if layer_full >= emb_tail:
-        tail_f = "A_layer (the first layer's saved or recomputed tensors while its backward runs)"
+        tail_f = "A_first_layer"
         tail_s = f"{tail:,} B"
     else:
-        tail_f = f"{k} x V x h x B_grad (the embedding gradient built and accumulated into .grad)"
+        tail_f = f"G_embedding = {k} x V x h x B_grad"
         tail_s = f"{k} x {ts.pb.embedding // lay.tp:,} x {ts.recipe.grad_bytes} B = {tail:,} B"
     return phased(
         "end_of_backward_temporaries",

@@ -50,7 +50,7 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
     states = round(opt.state_bytes(spec, recipe.state_bytes) * ts.trainable_share) // ts.lay.states_divisor
     formula = (
         f"{opt.state_formula()} (B_state = {recipe.state_bytes} B)"
-        + (" x share of the trainable params on this GPU" if ts.trainable_local != spec.params else "")
+        + (" x P_trainable_local / P_trainable" if ts.trainable_local != spec.params else "")
         + z
     )
     subst = _states_subst(
@@ -70,7 +70,7 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
 def _states_subst(global_text: str, local: int, total: int, shard_text: str) -> str:
     """'2 x 6,738,415,616 x 4 B' (+ this GPU's share under PP/TP/freeze, + the ZeRO divisor)."""
     if local != total:
-        global_text = f"({global_text}) x {local:,}/{total:,} on this GPU"
+        global_text = f"({global_text}) x {local:,}/{total:,}"
     return global_text + shard_text
 
 
@@ -87,12 +87,12 @@ def step_temporaries(ts: TrainStep) -> PhasedComponent | None:
         )
     temp_f, temp_s = [], []
     if transient:
-        temp_f.append("foreach transient = P_trainable_local x B_state")
+        temp_f.append("T_foreach = P_trainable_local x B_state")
         temp_s.append(f"{transient:,} B")
     if lay.zero_stage >= 1 and recipe.master_bytes and ts.dp > 1:  # N = 1: ZeRO shards nothing
         part = ts.trainable_local * cal.ZERO_FP32_GRAD_PARTITION_BYTES // s_div
         transient += part
-        temp_f.append("fp32 grad partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
+        temp_f.append("G_fp32_partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
         temp_s.append(f"{part:,} B")
     if not transient:
         return None

@@ -86,12 +86,12 @@ def cross_entropy_logits(ts: TrainStep) -> dict | None:
         return {
             "end_of_forward": (
                 fwd,
-                "s*b*V/t x (2 + 4 + 4/8) B (16-bit logits, fp32 log_softmax per chunk, one fp32 chunk)",
+                "s*b*V/t x (2 + 4 + 4/8) B",
                 f"{el:,} x {CHUNKED_CE_FORWARD_BYTES} B = {fwd:,} B",
             ),
             "backward": (
                 bwd,
-                "s*b*V/t x (4 + 10/8) B (saved fp32 log_softmax, one chunk's gradients)",
+                "s*b*V/t x (4 + 10/8) B",
                 f"{el:,} x {CHUNKED_CE_BACKWARD_BYTES} B = {bwd:,} B",
             ),
         }
@@ -105,10 +105,10 @@ def cross_entropy_logits(ts: TrainStep) -> dict | None:
     return {
         "end_of_forward": (
             fwd,
-            "grad_input (s*b x h) + grad_weight (V/t x h, when the head trains) + one chunk of logits",
+            "grad_input + grad_weight + n_chunk x V/t x (2 + 4 + 4) B",
             f"{grad_in:,} + {grad_w:,} + {chunk:,} x {vocab_local:,} x {LIGER_CHUNK_LOGIT_BYTES} B = {fwd:,} B",
         ),
-        "backward": (grad_in + grad_w, "saved grad_input + grad_weight", f"{grad_in + grad_w:,} B"),
+        "backward": (grad_in + grad_w, "grad_input + grad_weight", f"{grad_in + grad_w:,} B"),
     }
 
 
@@ -169,7 +169,7 @@ def _optimizer_in_backward(
             {
                 "backward": (
                     g,
-                    "largest trainable tensor x B_grad",
+                    "P_largest_tensor x B_grad",
                     f"{largest:,} x {rs.recipe.grad_bytes} B",
                 )
             },
@@ -199,7 +199,7 @@ def _offloaded_layer_inputs(
     at = {}
     for ph, (b, f, s) in p.at.items():
         nb = max(0, b - moved)
-        at[ph] = (nb, f + " - layer inputs offloaded to CPU", f"{s} - {moved:,} B = {nb:,} B")
+        at[ph] = (nb, f + " - A_offloaded", f"{s} - {moved:,} B = {nb:,} B")
     parts[i] = replace(p, label="activations.offloaded", at=at)  # same values (recompute, kernel)
     notes.append(note("activation_offloading"))
     return parts
@@ -296,7 +296,7 @@ def _pipeline_schedule(rs: ResolvedScenario, parts: list[PhasedComponent], stage
             nb = round(b * ratio)
             at[ph] = (
                 nb,
-                f + f" x {schedule} in-flight / 1F1B in-flight",
+                f + " x m_schedule / m_1F1B",
                 f"{s} x {new:g}/{base:g} = {nb:,} B",
             )
         out.append(replace(p, at=at))

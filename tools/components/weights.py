@@ -60,8 +60,8 @@ def training_weights(ts: TrainStep, notes: list[Note]) -> list[PhasedComponent |
         same(
             TRAIN_PHASES,
             meta,
-            f"scales per quantised linear weight: {rates(ts.fmt)[1]}" + (" / N (ZeRO-3)" if zero3 else ""),
-            f"{ts.loc.linear_local:,} linear weights" + (f" / {n}" if zero3 else "") + f" -> {meta:,} B",
+            rates(ts.fmt)[1] + (" / N (ZeRO-3)" if zero3 else ""),
+            f"{ts.loc.linear_local:,}" + (f" / {n}" if zero3 else "") + f" -> {meta:,} B",
         ),
         ts.role,
     )
@@ -78,10 +78,7 @@ def _base_and_adapters(ts: TrainStep, notes: list[Note]) -> tuple[int, int, str,
     base_w, meta = format_bytes(ts.model, fmt, loc, other_bytes)
     adapter_w = ts.trainable_local * recipe.weight_bytes
     data_rate = rates(fmt)[0]
-    formula = (
-        f"base linear weights x {data_rate} ({fmt.name}) + other base params (embeddings, LM head, "
-        f"norms) x {other_bytes} B + LoRA adapters x {recipe.weight_bytes} B"
-    )
+    formula = f"P_linear x {data_rate} ({fmt.name}) + P_other x {other_bytes} B + P_adapter x {recipe.weight_bytes} B"
     subst = (
         f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {other_bytes} B"
         f" + {ts.trainable_local:,} x {recipe.weight_bytes} B"
@@ -118,18 +115,10 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
     data_rate, meta_rate = rates(fmt)
     if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/rules/gguf.py)
         rate = fmt.effective_bpw(decoder_linears(ms.model.params))
-        w_formula = (
-            f"linear weights in {fmt.label}: {rate:.2f} bpw on this model + norms, output layer and "
-            "embedding as the engine stores them"
-        )
-        w_subst = (
-            f"{loc.linear_local:,} linear params x {rate:.2f}/8 B + {loc.other:,} other params = {w:,} B"
-        )
+        w_formula = f"P_linear x {rate:.2f}/8 B + W_other ({fmt.label})"
+        w_subst = f"{loc.linear_local:,} x {rate:.2f}/8 B + {fmt.non_linear_bytes(loc):,} B = {w:,} B"
     elif fmt.quantised:
-        w_formula = (
-            f"linear weights x {data_rate} ({fmt.name}) + other params (embeddings, LM head, norms) "
-            f"x {fmt.compute_bytes} B"
-        )
+        w_formula = f"P_linear x {data_rate} ({fmt.name}) + P_other x {fmt.compute_bytes} B"
         w_subst = f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {fmt.compute_bytes} B = {w:,} B"
     else:
         w_formula = f"P_local x {data_rate}"
@@ -141,8 +130,8 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
         at = same(
             phases,
             meta,
-            f"scales per quantised linear weight: {meta_rate}",
-            f"{loc.linear_local:,} linear weights -> {meta:,} B",
+            meta_rate,
+            f"{loc.linear_local:,} -> {meta:,} B",
         )
         out.append(phased("quant_metadata", QUANT_METADATA_LABEL, fmt.source, at, ms.role))
     return out
@@ -163,8 +152,8 @@ def _running_layer_weights(
             same(
                 phases,
                 w_on,
-                "P_largest_layer in " + fmt.name,
-                f"{ms.loc.largest_gathered:,} params -> {w_on:,} B",
+                f"P_largest_layer ({fmt.name})",
+                f"{ms.loc.largest_gathered:,} -> {w_on:,} B",
             ),
             ms.role,
             format=fmt.name,
@@ -176,7 +165,7 @@ def _running_layer_weights(
                 "quant_metadata",
                 QUANT_METADATA_LABEL,
                 fmt.source,
-                same(phases, meta, "of the layer", f"{meta:,} B"),
+                same(phases, meta, "P_largest_layer", f"{meta:,} B"),
                 ms.role,
             )
         )

@@ -90,13 +90,13 @@ def lora_trainable(
         ]
         terms.append(f"{rank} x ({h} + {vocab}) ({name})")
     total += vectors
-    dora_f = " + sum out" if dora else ""
-    dora_s = f" + {vectors:,} (DoRA magnitudes)" if dora else ""
+    dora_f = " + sum(d_out)" if dora else ""
+    dora_s = f" + {vectors:,} (DoRA)" if dora else ""
     return TrainableSpec(
         params=total,
         matrices=tuple(matrices),
         vector_params=vectors,
-        formula=f"sum over targeted linears of count x r x (in + out){dora_f}",
+        formula=f"sum(n_linear x r x (d_in + d_out)){dora_f}",
         substituted=" + ".join(terms) + dora_s + f" = {total:,}",
         targets=tuple(dict.fromkeys(lin.name for lin in chosen)),
         outer_targets=outer_targets(targets),

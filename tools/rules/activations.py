@@ -151,7 +151,7 @@ class GptBlock:
         base = s * b * h * sbh_coeff * scale
         if flash:
             core = cal.FLASH_LSE_BYTES_PER_HEAD * a * s * b / tp
-            formula = f"A_layer = s x b x h x ({coeff_text}) + 4 x a x s x b / t (flash: no score matrices)"
+            formula = f"A_layer = s x b x h x ({coeff_text}) + 4 x a x s x b / t (flash)"
             core_text = f"4 x {a} x {s} x {b} / {tp}"
         else:
             core = cal.KORTHIKANTI_SCORES * a * s * s * b * scale / tp
@@ -207,18 +207,11 @@ class LlamaBlock:
         # readable: bytes saved per token by the norms, the attention projections and the MLP, then the core
         norm_tok, attn_tok, mlp_tok = norm / norm_div, attn / tp, mlp / tp
         formula = (
-            "A_layer = s x b x (norms + attention + MLP bytes saved per token"
-            + (", attention/MLP split by t" if tp > 1 else "")
-            + ") + attention core"
-            + {
-                "flash": " (flash: fp32 log-sum-exp, 4 B x a per token)",
-                "math": " (SDPA math kernel: softmax scores, a x s^2)",
-            }.get(kernel, " (eager: softmax scores, a x s^2)")
-        )
-        subst = (
-            f"{s:,} x {b} x ({norm_tok:,.0f} norms + {attn_tok:,.0f} attention + {mlp_tok:,.0f} MLP) B"
-            f" + {core:,.0f} B core = {full:,} B"
-        )
+            "A_layer = s x b x (B_norms + B_attn/t + B_mlp/t)"
+            if tp > 1
+            else "A_layer = s x b x (B_norms + B_attn + B_mlp)"
+        ) + {"flash": " + A_core (flash)", "math": " + A_core (SDPA math)"}.get(kernel, " + A_core (eager)")
+        subst = f"{s:,} x {b} x ({norm_tok:,.0f} + {attn_tok:,.0f} + {mlp_tok:,.0f}) B + {core:,.0f} B = {full:,} B"
         return LayerActivations(
             full, int(core), tok * h * residual_bytes // (tp if sp else 1), formula, subst
         )
@@ -380,10 +373,10 @@ class HfGpt2Block:
         base = s * b * h * coeff
         if flash:
             core = cal.FLASH_LSE_BYTES_PER_HEAD * a * s * b
-            core_text = "4 x a x s x b (flash / memory-efficient: fp32 log-sum-exp)"
+            core_text = "4 x a x s x b (flash)"
         else:
             core = cal.KORTHIKANTI_SCORES * a * s * s * b * act_bytes / 2
-            core_text = "5 x a x s^2 x b x B/2 (scores, softmax, dropout mask)"
+            core_text = "5 x a x s^2 x b x B/2 (eager)"
         full = int(base + core)
         formula = f"A_layer = s x b x h x {coeff:g} + {core_text}"
         subst = f"{s:,} x {b} x {h} x {coeff:g} + {int(core):,} B = {full:,} B"
@@ -418,8 +411,8 @@ class NoRecompute:
         total = in_flight * n_layers * layer.full
         return (
             total,
-            "micro-batches in flight x layers x A_layer",
-            f"{in_flight} x {n_layers} layers x {layer.full:,} B = {total:,} B",
+            "m_flight x L_local x A_layer",
+            f"{in_flight} x {n_layers} x {layer.full:,} B = {total:,} B",
         )
 
 
@@ -431,8 +424,8 @@ class SelectiveRecompute:
         total = in_flight * n_layers * kept
         return (
             total,
-            "micro-batches in flight x layers x (A_layer - attention core)",
-            f"{in_flight} x {n_layers} layers x ({layer.full:,} - {layer.core:,}) B = {total:,} B",
+            "m_flight x L_local x (A_layer - A_core)",
+            f"{in_flight} x {n_layers} x ({layer.full:,} - {layer.core:,}) B = {total:,} B",
         )
 
 
@@ -444,8 +437,8 @@ class FullRecompute:
         total = in_flight * n_layers * layer.layer_input + live
         return (
             total,
-            "micro-batches in flight x layers x layer input (s x b x h x B) + A_layer of the layer being recomputed",
-            f"{in_flight} x {n_layers} layers x {layer.layer_input:,} B + {live:,} B = {total:,} B",
+            "m_flight x L_local x A_in + A_recomputed",
+            f"{in_flight} x {n_layers} x {layer.layer_input:,} B + {live:,} B = {total:,} B",
         )
 
 
@@ -488,17 +481,17 @@ def stage_activations(
     )
     total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
     live = cal.RECOMPUTE_LIVE_LAYERS * layer.full if recompute == "full" else 0
-    kept_f, kept_s = f"{formula}; {layer.formula}", f"{subst}; per layer: {layer.substituted}"
+    kept_f, kept_s = f"{formula}; {layer.formula}", f"{subst}; A_layer = {layer.substituted}"
     if live:
-        kept_f = f"micro-batches in flight x layers x layer input (s x b x h x B); {layer.formula}"
+        kept_f = f"m_flight x L_local x A_in; {layer.formula}"
         kept_s = (
-            f"{in_flight} x {n_layers} layers x {layer.layer_input:,} B = {total - live:,} B"
-            f"; per layer: {layer.substituted}"
+            f"{in_flight} x {n_layers} x {layer.layer_input:,} B = {total - live:,} B"
+            f"; A_layer = {layer.substituted}"
         )
     return StageActivations(
         total,
         f"{formula}; {layer.formula}",
-        f"{subst}; per layer: {layer.substituted}",
+        f"{subst}; A_layer = {layer.substituted}",
         block.source,
         kept=total - live,
         live=live,
@@ -532,7 +525,7 @@ def inference_transient(
         qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
         mla = B * a * (2 * qk + int(arch.v_head_dim or arch.d_head)) / tp
         per_tok += mla
-        extra_text = f" + {mla:,.0f} MLA q/k/v"
+        extra_text = f" + {mla:,.0f}"
     scores = 0.0
     if not flash:
         # softmax input + fp32 output + cast probabilities per score; the (b, 1, s, s) 16-bit masks
@@ -540,10 +533,15 @@ def inference_transient(
         n_masks = 2 if arch.sliding_window else 1
         scores = (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp + n_masks * B * s * s * b
         per_tok += 2 * B * a * arch.d_head / tp
-        extra_text += f" + {2 * B * a * arch.d_head // tp:,} repeat_kv"
+        extra_text += f" + {2 * B * a * arch.d_head // tp:,}"
     total = int(tok * per_tok + scores)
-    formula = f"s x b x ((2 x B + 4) x h + {i_copies} x B x i / t)" + (
-        "" if flash else " + ((4 + 2 x B) x a / t + masks x B) x s^2 x b (eager scores)"
+    inner = f"(2 x B + 4) x h + {i_copies} x B x i / t" + (" + B_mla" if arch.kv_lora_rank else "")
+    formula = (
+        f"s x b x ({inner})"
+        if flash
+        else (
+            f"s x b x ({inner} + 2 x B x a x d / t) + ((4 + 2 x B) x a / t + n_masks x B) x s^2 x b (eager)"
+        )
     )
     subst = (
         f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + {i_copies} x {B} x {width_i:,} / {tp}"

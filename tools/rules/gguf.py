@@ -242,7 +242,7 @@ class GgufFormat:
 
     @property
     def label(self) -> str:
-        return f"GGUF {self.name.upper()}: {describe_mix(self.name)}"
+        return f"GGUF {self.name.upper()}"
 
     def linear_types(self, linears: Iterable[LinearShape]) -> list[tuple[LinearShape, dict[str, int]]]:
         """For each linear, how many of its instances get each block type."""
@@ -276,7 +276,7 @@ class GgufFormat:
         return small * 4 + head
 
     def rate_text(self) -> str:
-        return f"{describe_mix(self.name)} per tensor"
+        return f"{bpw(FILE_TYPES[self.name]):g}/8 B"
 
 
 @dataclass(frozen=True)
@@ -311,24 +311,9 @@ class Exl2Format:
         return f"{self.bits:g}/8 B"
 
 
-# file types whose mix promotes some tensors above the base type (llama-quant.cpp), and which
-_MIX_EXTRAS = {
-    "q4_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
-    "q5_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
-    "q4_k_s": "Q5_K for the first attn_v and ffn_down layers",
-    "q3_k_m": "Q4_K/Q5_K for attn_v, attn_output and ffn_down",
-    "q3_k_l": "Q5_K for attn_v, attn_output and ffn_down",
-    "q2_k": "Q3_K/Q4_K for attn_v, attn_output and ffn_down",
-    "iq3_xs": "IQ3_XXS for q/k and middle ffn_gate/up",
-}
-
-
-def describe_mix(ftype: str) -> str:
-    """'Q4_K 4.5 bpw, Q6_K 6.5625 bpw on attn_v/ffn_down in half the layers' style short text."""
-    base = FILE_TYPES[ftype]
-    text = f"mostly {base.upper()} {bpw(base):g} bpw"
-    extra = _MIX_EXTRAS.get(ftype)
-    return text + (f", {extra}" if extra else "")
+# file types whose mix promotes some tensors above the base type (llama-quant.cpp
+# llama_tensor_get_type); the promoted tensors are worded in prompts/<lang>/components.toml "mix.<type>"
+_MIX_EXTRAS = frozenset({"q4_k_m", "q5_k_m", "q4_k_s", "q3_k_m", "q3_k_l", "q2_k", "iq3_xs"})
 
 
 def mix_label_values(ftype: str) -> dict[str, object]:

@@ -54,10 +54,10 @@ class SlidingWindowKV(FullAttentionKV):
         return self.bytes_per_token() * min(tokens, self.window) * sequences
 
     def formula(self) -> str:
-        return "2 x L_sw x g x d x B x min(tokens, window)"
+        return "2 x L_sw x g x d x B x min(n_tok, W)"
 
     def substituted(self) -> str:
-        return super().substituted() + f" (window {self.window})"
+        return super().substituted() + f" (W = {self.window})"
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ def training_logits(
     total = per_elem * tokens * vocab_local
     return (
         total,
-        f"s*b*V/t x {per_elem} B" + (" (incl. soft-capping tanh output)" if softcap_bytes else ""),
-        f"{tokens:,} tokens x {vocab_local:,} x {per_elem} B = {total:,} B",
+        f"s*b*V/t x {per_elem} B" + (" (final_logit_softcapping)" if softcap_bytes else ""),
+        f"{tokens:,} x {vocab_local:,} x {per_elem} B = {total:,} B",
     )
 
 
@@ -45,6 +45,6 @@ def inference_logits(*, sequences: int, vocab_local: int, positions: int = 1) ->
     total = per_elem * sequences * positions * vocab_local
     return (
         total,
-        "b x V/t x (B + 4) B (last position, fp32 upcast for sampling)",
+        "b x V/t x (B + 4) B",
         f"{sequences} x {positions} x {vocab_local:,} x {per_elem} B = {total:,} B",
     )

@@ -165,7 +165,7 @@ class Adafactor:
         return state_bytes * (factored + max(0, spec.params - in_matrices))
 
     def state_formula(self) -> str:
-        return "sum over matrices (rows + cols) x B_state + P_vectors x B_state"
+        return "sum(n_rows + n_cols) x B_state + P_vectors x B_state"
 
     def state_substituted(self, spec: TrainableSpec, state_bytes: int) -> str:
         in_matrices = sum(r * c * n for r, c, n in spec.matrices)

@@ -36,7 +36,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             name="cuda_context",
             bytes=cal.CUDA_CONTEXT_BYTES,
             kind="overhead",
-            formula="CUDA context + cuBLAS/cuDNN workspaces (constant per GPU)",
+            formula="M_context",
             substituted=f"{cal.CUDA_CONTEXT_BYTES // MiB} MiB",
             source="calibration.CUDA_CONTEXT_BYTES (vLLM profiler non-torch memory; llm-d per-GPU overhead)",
             label=None,
@@ -51,12 +51,12 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             name="allocator_slack",
             bytes=slack,
             kind="overhead",
-            formula=f"min({cal.ALLOCATOR_SLACK_FRACTION} x tensor peak, {cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB)",
+            formula=f"min({cal.ALLOCATOR_SLACK_FRACTION} x M_tensor_peak, {cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB)",
             substituted=(
                 f"{cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B = {slack:,} B"
                 if slack < cal.ALLOCATOR_SLACK_MAX_BYTES
                 else f"min({cal.ALLOCATOR_SLACK_FRACTION} x {tensor_peak_bytes:,} B, "
-                f"{cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB) = {slack:,} B (the cap)"
+                f"{cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB) = {slack:,} B"
             ),
             source="PyTorch caching allocator (reserved - allocated); calibration.ALLOCATOR_SLACK_FRACTION",
             label=None,
@@ -73,7 +73,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
                 name="nccl_buffers",
                 bytes=nccl,
                 kind="overhead",
-                formula="communicators x NCCL buffers per communicator",
+                formula="n_comm x M_nccl",
                 substituted=f"{len(groups)} ({', '.join(groups)}) x {cal.NCCL_BYTES_PER_COMMUNICATOR // MiB} MiB = {nccl:,} B",
                 source="NCCL docs (NCCL_BUFFSIZE 4 MiB x channels); calibration.NCCL_BYTES_PER_COMMUNICATOR",
                 label=None,

@@ -75,7 +75,7 @@ class Fp8Format:
         return data, meta
 
     def rate_text(self) -> str:
-        return "1 B + 8 B per linear (fp32 scales)"
+        return "1 B + n_linear x 8 B"
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class BnbInt8Format:
         return data, meta
 
     def rate_text(self) -> str:
-        return "1 B + 4 B per output row"
+        return "1 B + n_rows x 4 B"
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,8 @@ class Bnb4bitFormat:
 
     def rate_text(self) -> str:
         if self.double_quant:
-            return f"0.5 B + 1/{self.block} B + 4/({self.block}*{self.dq_block}) B"
-        return f"0.5 B + 4/{self.block} B"
+            return f"0.5 B + P_linear x (1/{self.block} B + 4/({self.block}*{self.dq_block}) B)"
+        return f"0.5 B + P_linear x 4/{self.block} B"
 
 
 @dataclass(frozen=True)
@@ -176,8 +176,8 @@ class GroupwiseIntFormat:
         return data, meta
 
     def rate_text(self) -> str:
-        text = f"{self.bits / 8:g} B + (2 + {self.bits / 8:g}) B/{self.group}"
-        return text + (" + 4 B per input feature (g_idx)" if self.g_idx else "")
+        text = f"{self.bits / 8:g} B + P_linear x (2 + {self.bits / 8:g}) B/{self.group}"
+        return text + (" + sum(d_in) x 4 B (g_idx)" if self.g_idx else "")
 
 
 WeightFormat = (

@@ -112,6 +112,7 @@ def _bytes_view(n: int) -> dict[str, Any]:
 
 def estimate_view(est: Estimate) -> dict[str, Any]:
     """The Estimate as compact JSON: every figure as exact bytes and as the GiB text to quote."""
+    from service.agent.formula_text import symbol_meanings
     from service.agent.render import accuracy_text, no_effect_text, note_text
 
     components = []
@@ -146,6 +147,7 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
             "peak_phase": est.per_gpu.peak_phase,
         },
         "components": components,
+        "formula_symbols": symbol_meanings(est.components, "en"),  # what the formulas' symbols mean
         "verdict": {
             "fits": est.fits,
             "num_gpus": est.scenario.num_gpus,
