@@ -158,3 +158,20 @@ def test_chinese_answers_say_every_symbol_of_their_formulas_in_chinese(scenario:
     assert len(legend) == len(used) + 1  # each used symbol once, nothing else
     for c in comps:  # the formulas are the estimator's own, in both answers
         assert f"`{c.formula}` = `{c.substituted}`" in zh
+
+
+def test_coach_breakdown_says_its_formula_symbols_in_the_learners_language() -> None:
+    from service.coach.answers import parse_answer
+    from service.coach.expected import estimate_for, expected_value
+    from service.coach.grading import grade
+    from service.coach.topics import seed_question
+
+    spec = seed_question("weights")
+    est = estimate_for(spec.scenario, spec.quantity)
+    weights = est.component("weights")
+    assert weights.formula == "P_local x 2 B"
+    zh = grade(spec, est, expected_value(est, spec.quantity), parse_answer("7 GB", default_unit="g"), "zh")
+    en = grade(spec, est, expected_value(est, spec.quantity), parse_answer("7 GB", default_unit="g"), "en")
+    assert f"  - `P_local`：{formula_tables('zh')[0]['P_local']}" in zh.explanation
+    assert f"  - `P_local`: {formula_tables('en')[0]['P_local']}" in en.explanation
+    assert "公式中的符号：" in zh.explanation and "Symbols in the formulas:" not in zh.explanation

@@ -22,7 +22,7 @@ class Component(BaseModel):
     name: ComponentName
     bytes: int = Field(ge=0)
     kind: ComponentKind
-    formula: str  # symbolic, e.g. "P_local x 2 B"
+    formula: str  # symbols, units and numbers only, e.g. "P_local x 2 B" (prompts/<lang>/formulas.toml)
     substituted: str  # with the numbers, e.g. "6,738,415,616 x 2 B = 13,476,831,232 B"
     source: str  # paper/table or library file the formula follows
     # what it holds, as a code (tools/labels.py LABEL_CODES) and values; the words are each channel's

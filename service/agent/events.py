@@ -32,7 +32,7 @@ class DisplayComponent(BaseModel):
     name: str
     model_role: str | None = None
     label: str  # the component's name in the display language
-    formula: str = ""  # the substituted formula, its words in the display language
+    formula: str = ""  # the substituted formula: numbers and symbols (prompts/<lang>/formulas.toml)
 
 
 class DisplaySuggestion(BaseModel):

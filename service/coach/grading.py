@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from service.agent.formula_text import legend_lines
 from service.agent.render import component_label
 from service.coach.answers import ParsedAnswer
 from service.coach.expected import arch_of, component_names, components_for, tolerance
@@ -72,7 +73,8 @@ def _breakdown(est: Estimate, quantity: str, language: str) -> list[str]:
     lines = ["", _f(language, "breakdown", "head"), *(_component_line(c, language) for c in comps)]
     if len(comps) > 1:
         lines.append(_f(language, "breakdown", "sum", value=fmt_bytes(sum(c.bytes for c in comps))))
-    return lines
+    legend = legend_lines(comps, language)  # what the formulas' symbols mean, in the answer's language
+    return lines + (["", *legend] if legend else [])
 
 
 def _names(comps: list[Component], language: str) -> str:
