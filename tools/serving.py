@@ -38,6 +38,55 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+@dataclass(frozen=True)
+class BlockPool:
+    """vLLM's KV budget cut into blocks: what the reservation leaves after the non-KV memory."""
+
+    reserved: int  # requested_memory = card x gpu_memory_utilization
+    non_kv_bytes: int  # weights + profile peak + non-torch memory
+    available: int  # the KV cache's share of the reservation
+    block_size: int  # tokens per block
+    block_bytes: int  # one block over all layers this GPU holds
+    num_blocks: int
+    blocks_per_sequence: int  # cdiv(seq_len, block_size)
+
+    @property
+    def max_kv_tokens(self) -> int:
+        return self.num_blocks * self.block_size
+
+    @property
+    def max_concurrent(self) -> int:
+        return self.num_blocks // self.blocks_per_sequence
+
+
+def block_pool(
+    *,
+    gpu_memory_bytes: int,
+    gpu_memory_utilization: float,
+    non_kv_bytes: int,
+    kv_bytes_per_token: int,
+    seq_len: int,
+    block_size: int = VLLM_DEFAULT_BLOCK_SIZE,
+) -> BlockPool:
+    """vLLM's start-up arithmetic from the reservation to the number of blocks and of sequences."""
+    # vllm/v1/worker/gpu_worker.py: requested_memory = total_memory x gpu_memory_utilization
+    reserved = int(gpu_memory_bytes * gpu_memory_utilization)
+    # vllm/v1/worker/gpu_worker.py: available_kv_cache_memory = requested_memory - non_kv_cache_memory
+    available = max(0, reserved - non_kv_bytes)
+    # vllm/v1/core/kv_cache_utils.py get_num_blocks: available // (page_size x num_layers)
+    block_bytes = block_size * kv_bytes_per_token
+    return BlockPool(
+        reserved=reserved,
+        non_kv_bytes=non_kv_bytes,
+        available=available,
+        block_size=block_size,
+        block_bytes=block_bytes,
+        num_blocks=available // block_bytes,
+        # vllm/v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: blocks / cdiv(len, block)
+        blocks_per_sequence=_cdiv(seq_len, block_size),
+    )
+
+
 def serving_capacity(
     *,
     gpu_memory_bytes: int,
@@ -58,27 +107,22 @@ def serving_capacity(
         raise ValueError("gpu_memory_utilization must be in (0, 1]")
     if kv_bytes_per_token <= 0 or seq_len <= 0 or block_size <= 0:
         raise ValueError("kv_bytes_per_token, seq_len and block_size must be positive")
-    non_kv_bytes = max(0, int(non_kv_bytes))
-
-    # vllm/v1/worker/gpu_worker.py: requested_memory = total_memory x gpu_memory_utilization
-    reserved = int(gpu_memory_bytes * gpu_memory_utilization)
-    # vllm/v1/worker/gpu_worker.py: available_kv_cache_memory = requested_memory - non_kv_cache_memory
-    available = max(0, reserved - non_kv_bytes)
-    # vllm/v1/core/kv_cache_utils.py get_num_blocks: available // (page_size x num_layers)
-    block_bytes = block_size * kv_bytes_per_token
-    num_blocks = available // block_bytes
-    max_kv_tokens = num_blocks * block_size
-    # vllm/v1/core/kv_cache_utils.py get_max_concurrency_for_kv_cache_config: blocks / cdiv(len, block)
-    blocks_per_sequence = _cdiv(seq_len, block_size)
-    max_concurrent = num_blocks // blocks_per_sequence
+    pool = block_pool(
+        gpu_memory_bytes=gpu_memory_bytes,
+        gpu_memory_utilization=gpu_memory_utilization,
+        non_kv_bytes=max(0, int(non_kv_bytes)),
+        kv_bytes_per_token=kv_bytes_per_token,
+        seq_len=seq_len,
+        block_size=block_size,
+    )
     return ServingCapacity(
         gpu_memory_utilization=gpu_memory_utilization,
-        reserved_bytes=reserved,
-        kv_cache_bytes=available,
+        reserved_bytes=pool.reserved,
+        kv_cache_bytes=pool.available,
         kv_bytes_per_token=kv_bytes_per_token,
-        max_kv_tokens=max_kv_tokens,
-        max_concurrent_sequences=max_concurrent,
-        max_context_at_batch_1=max_kv_tokens,
+        max_kv_tokens=pool.max_kv_tokens,
+        max_concurrent_sequences=pool.max_concurrent,
+        max_context_at_batch_1=pool.max_kv_tokens,
     )
 
 
@@ -164,6 +208,66 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
+# ---- steps more than one engine takes ------------------------------------------------------------
+
+
+def cuda_graph_pool(x: EngineInputs, step: int) -> int:
+    """The CUDA-graph memory pool: one forward of the largest captured batch, never above the step
+    (vllm/config/compilation.py max_cudagraph_capture_size; sglang cuda_graph_runner.py the same)."""
+    return x.activation_bytes(min(VLLM_MAX_CUDAGRAPH_CAPTURE, step))
+
+
+def _headroom(x: EngineInputs, total: int, spare_kv: int) -> int:
+    """KV room left after the asked sequences while the whole footprint fits the card, else how far
+    the footprint is over the card."""
+    return spare_kv if total <= x.card_bytes else x.card_bytes - total
+
+
+def _tp_weights_term(x: EngineInputs, source: str) -> EngineTerm:
+    return EngineTerm(
+        "weights",
+        x.weights_bytes,
+        "weights on this GPU (after TP)",
+        f"{x.weights_bytes:,} B",
+        source,
+        "weights",
+    )
+
+
+def _cuda_context_term(x: EngineInputs, formula: str, source: str) -> EngineTerm:
+    return EngineTerm(
+        "cuda_context",
+        x.overhead_bytes,
+        formula,
+        f"{x.overhead_bytes:,} B",
+        source,
+        "CUDA context",
+        "overhead",
+    )
+
+
+def _cuda_graphs_term(graphs: int, formula: str, source: str) -> EngineTerm:
+    return EngineTerm("cuda_graphs", graphs, formula, f"{graphs:,} B", source, "CUDA graphs", "overhead")
+
+
+# ---- vLLM ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """vLLM's profile run (vllm/v1/worker/gpu_model_runner.py profile_run): one dummy forward of a
+    scheduler step (_dummy_run) and the sampler's fp32 logits (_dummy_sampler_run); the peak is the larger."""
+
+    step: int  # tokens of one scheduler step: max_num_batched_tokens
+    forward: int  # activations of one forward over `step` tokens
+    rows: int  # sampler rows: min(max_num_seqs, step)
+    sampler: int  # fp32 logits of `rows` rows
+
+    @property
+    def peak(self) -> int:
+        return max(self.forward, self.sampler)
+
+
 class VllmEngine:
     """vLLM v1: gpu_memory_utilization x card taken up front; the KV pool is what the profile run leaves.
 
@@ -188,119 +292,141 @@ class VllmEngine:
     def max_seqs(self, x: EngineInputs) -> int:
         return VLLM_MAX_NUM_SEQS[x.card_bytes >= VLLM_BIG_CARD_BYTES]
 
-    def run(self, x: EngineInputs) -> EngineResult:
-        frac = self.fraction(x)
-        requested = int(x.card_bytes * frac)
+    def profile_run(self, x: EngineInputs) -> ProfileRun:
         step = self.step_tokens(x)
-        act = x.activation_bytes(step)
         # gpu_model_runner._dummy_sampler_run: fp32 logits for min(max_num_seqs, step) rows
         rows = min(self.max_seqs(x), step)
-        sampler = rows * x.vocab_size * 4
-        graphs = x.activation_bytes(min(VLLM_MAX_CUDAGRAPH_CAPTURE, step))
-        non_kv = x.weights_bytes + max(act, sampler) + x.overhead_bytes
-        pool = max(0, requested - non_kv)
-        block_bytes = VLLM_DEFAULT_BLOCK_SIZE * x.kv_bytes_per_token
-        blocks = pool // block_bytes
-        kv_tokens = blocks * VLLM_DEFAULT_BLOCK_SIZE
-        per_seq_blocks = _cdiv(x.seq_len, VLLM_DEFAULT_BLOCK_SIZE)
-        concurrent = blocks // per_seq_blocks
-        terms = [
-            EngineTerm(
-                "weights",
-                x.weights_bytes,
-                "weights on this GPU (after TP)",
-                f"{x.weights_bytes:,} B",
-                "vllm model loader (weights_memory in the profile)",
-                "weights",
-            ),
+        return ProfileRun(
+            step=step, forward=x.activation_bytes(step), rows=rows, sampler=rows * x.vocab_size * 4
+        )
+
+    def kv_pool(self, x: EngineInputs, profile: ProfileRun) -> BlockPool:
+        # gpu_worker.py: non_kv_cache_memory = weights + the profile run's torch peak + non-torch memory
+        return block_pool(
+            gpu_memory_bytes=x.card_bytes,
+            gpu_memory_utilization=self.fraction(x),
+            non_kv_bytes=x.weights_bytes + profile.peak + x.overhead_bytes,
+            kv_bytes_per_token=x.kv_bytes_per_token,
+            seq_len=x.seq_len,
+        )
+
+    def terms(self, x: EngineInputs, profile: ProfileRun, pool: BlockPool, graphs: int) -> list[EngineTerm]:
+        p = profile
+        return [
+            _tp_weights_term(x, "vllm model loader (weights_memory in the profile)"),
             EngineTerm(
                 "activations",
-                max(act, sampler),
+                p.peak,
                 "max(one forward of max_num_batched_tokens, sampler fp32 logits of max_num_seqs rows)",
-                f"max({act:,} B for {step:,} tokens, {rows} x {x.vocab_size:,} x 4 B = {sampler:,} B)",
+                f"max({p.forward:,} B for {p.step:,} tokens, {p.rows} x {x.vocab_size:,} x 4 B = {p.sampler:,} B)",
                 "vllm/v1/worker/gpu_model_runner.py profile_run (_dummy_run + _dummy_sampler_run)",
-                f"profile-run peak ({step:,}-token step)",
+                f"profile-run peak ({p.step:,}-token step)",
             ),
             EngineTerm(
                 "kv_cache",
-                pool,
+                pool.available,
                 "gpu_memory_utilization x card - weights - profile peak - non-torch memory",
-                f"{frac} x {x.card_bytes:,} - {non_kv:,} = {pool:,} B ({blocks:,} blocks of {VLLM_DEFAULT_BLOCK_SIZE})",
+                f"{self.fraction(x)} x {x.card_bytes:,} - {pool.non_kv_bytes:,} = {pool.available:,} B "
+                f"({pool.num_blocks:,} blocks of {pool.block_size})",
                 self.source,
                 "KV-cache pool (pre-allocated)",
             ),
-            EngineTerm(
-                "cuda_context",
-                x.overhead_bytes,
+            _cuda_context_term(
+                x,
                 "CUDA context, cuBLAS/NCCL (non-torch memory of the profile)",
-                f"{x.overhead_bytes:,} B",
                 "vllm/utils memory_profiling non_torch_increase",
-                "CUDA context",
-                "overhead",
             ),
-            EngineTerm(
-                "cuda_graphs",
+            _cuda_graphs_term(
                 graphs,
                 f"graph pool: one forward of the largest capture size ({VLLM_MAX_CUDAGRAPH_CAPTURE} tokens)",
-                f"{graphs:,} B",
                 "vllm/v1/worker/gpu_model_runner.py capture_model (after KV allocation, outside the reservation)",
-                "CUDA graphs",
-                "overhead",
             ),
         ]
-        total = requested + graphs
-        need_blocks = x.sequences * per_seq_blocks
-        fits = blocks >= need_blocks and total <= x.card_bytes and non_kv < requested
-        notes = [
+
+    def notes(self, x: EngineInputs, pool: BlockPool) -> list[Note]:
+        kv_tokens = pool.max_kv_tokens
+        out = [
             note(
                 "vllm_pool",
                 engine=self.name,
-                fraction=frac,
+                fraction=self.fraction(x),
                 card=_gib(x.card_bytes),
-                reserved=_gib(requested),
+                reserved=_gib(pool.reserved),
                 kv_tokens=kv_tokens,
-                sequences=concurrent,
+                sequences=pool.max_concurrent,
                 seq_len=x.seq_len,
                 asked=x.sequences,
                 longest=min(kv_tokens, x.max_model_len or kv_tokens),
             )
         ]
-        if blocks < per_seq_blocks:
-            notes.append(
+        # vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: one max_model_len sequence must fit
+        if pool.num_blocks < pool.blocks_per_sequence:
+            needed = _gib(pool.blocks_per_sequence * pool.block_bytes)
+            out.append(
                 note(
                     "vllm_refuses_to_start",
                     engine=self.name,
                     max_model_len=x.seq_len,
-                    needed=_gib(per_seq_blocks * block_bytes),
-                    pool=_gib(pool),
+                    needed=needed,
+                    pool=_gib(pool.available),
                 )
             )
+        return out
+
+    def run(self, x: EngineInputs) -> EngineResult:
+        profile = self.profile_run(x)
+        pool = self.kv_pool(x, profile)
+        # the graphs are captured after the KV cache is allocated: on top of the reservation
+        graphs = cuda_graph_pool(x, profile.step)
+        total = pool.reserved + graphs
+        need_blocks = x.sequences * pool.blocks_per_sequence
         return EngineResult(
             engine=self.name,
-            terms=terms,
+            terms=self.terms(x, profile, pool, graphs),
             total_bytes=total,
-            fits=fits,
-            headroom_bytes=(blocks - need_blocks) * block_bytes
-            if total <= x.card_bytes
-            else x.card_bytes - total,
-            kv_pool_bytes=pool,
-            max_kv_tokens=kv_tokens,
-            max_concurrent_sequences=concurrent,
-            max_context_tokens=kv_tokens,
-            notes=notes,
-            reserved_bytes=requested,
+            fits=pool.num_blocks >= need_blocks
+            and total <= x.card_bytes
+            and pool.non_kv_bytes < pool.reserved,
+            headroom_bytes=_headroom(x, total, (pool.num_blocks - need_blocks) * pool.block_bytes),
+            kv_pool_bytes=pool.available,
+            max_kv_tokens=pool.max_kv_tokens,
+            max_concurrent_sequences=pool.max_concurrent,
+            max_context_tokens=pool.max_kv_tokens,
+            notes=self.notes(x, pool),
+            reserved_bytes=pool.reserved,
             assumptions=[
                 (
                     "max_num_batched_tokens",
-                    step,
+                    profile.step,
                     "vllm/engine/arg_utils.py get_batch_defaults (OpenAI server)",
                 ),
-                ("gpu_memory_utilization", frac, "vLLM default (vllm/config/cache.py)"),
+                ("gpu_memory_utilization", self.fraction(x), "vLLM default (vllm/config/cache.py)"),
             ],
         )
 
 
-class SglangEngine(VllmEngine):
+# ---- SGLang --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaticSplit:
+    """SGLang's split of the card: mem_fraction_static x card holds the weights and the KV token pool;
+    one chunked-prefill step, the CUDA graphs and the CUDA context live in the rest."""
+
+    static: int  # mem_fraction_static x card
+    pool: int  # the KV token pool: static - weights
+    kv_tokens: int  # pool // bytes per token (SGLang's pool is per token, no blocks)
+    step: int  # chunked_prefill_size
+    forward: int  # activations of one prefill chunk
+    graphs: int  # CUDA-graph pool
+    dynamic: int  # what lives outside the static fraction
+
+    @property
+    def total(self) -> int:
+        return self.static + self.dynamic
+
+
+class SglangEngine:
     """SGLang: mem_fraction_static x card holds weights + the KV pool; activations live in the rest.
 
     sglang/srt/model_executor/model_runner.py `profile_max_num_token`: rest_memory = available -
@@ -319,96 +445,98 @@ class SglangEngine(VllmEngine):
     def step_tokens(self, x: EngineInputs) -> int:
         return x.max_num_batched_tokens or SGLANG_CHUNKED_PREFILL
 
-    def run(self, x: EngineInputs) -> EngineResult:
-        frac = self.fraction(x)
-        static = int(x.card_bytes * frac)
-        step = self.step_tokens(x)
-        act = x.activation_bytes(step)
-        graphs = x.activation_bytes(min(VLLM_MAX_CUDAGRAPH_CAPTURE, step))
+    def split(self, x: EngineInputs) -> StaticSplit:
+        static = int(x.card_bytes * self.fraction(x))
+        # model_runner.py profile_max_num_token: the token pool is what the static fraction leaves after
+        # the weights, cut into per-token cells (rest_memory // cell_size)
         pool = max(0, static - x.weights_bytes)
-        kv_tokens = pool // x.kv_bytes_per_token
-        concurrent = kv_tokens // x.seq_len
-        dynamic = act + graphs + x.overhead_bytes
-        total = static + dynamic
-        terms = [
-            EngineTerm(
-                "weights",
-                x.weights_bytes,
-                "weights on this GPU (after TP)",
-                f"{x.weights_bytes:,} B",
-                "sglang model loader",
-                "weights",
-            ),
+        step = self.step_tokens(x)
+        forward = x.activation_bytes(step)
+        graphs = cuda_graph_pool(x, step)
+        return StaticSplit(
+            static=static,
+            pool=pool,
+            kv_tokens=pool // x.kv_bytes_per_token,
+            step=step,
+            forward=forward,
+            graphs=graphs,
+            dynamic=forward + graphs + x.overhead_bytes,
+        )
+
+    def terms(self, x: EngineInputs, s: StaticSplit) -> list[EngineTerm]:
+        return [
+            _tp_weights_term(x, "sglang model loader"),
             EngineTerm(
                 "kv_cache",
-                pool,
+                s.pool,
                 "mem_fraction_static x card - weights",
-                f"{frac} x {x.card_bytes:,} - {x.weights_bytes:,} = {pool:,} B",
+                f"{self.fraction(x)} x {x.card_bytes:,} - {x.weights_bytes:,} = {s.pool:,} B",
                 self.source,
                 "KV token pool (pre-allocated)",
             ),
             EngineTerm(
                 "activations",
-                act,
-                f"one chunked-prefill step of {step:,} tokens",
-                f"{act:,} B",
+                s.forward,
+                f"one chunked-prefill step of {s.step:,} tokens",
+                f"{s.forward:,} B",
                 "sglang server_args.py chunked_prefill_size",
-                f"prefill chunk ({step:,} tokens)",
+                f"prefill chunk ({s.step:,} tokens)",
             ),
-            EngineTerm(
-                "cuda_graphs",
-                graphs,
+            _cuda_graphs_term(
+                s.graphs,
                 f"graph pool of the largest capture ({VLLM_MAX_CUDAGRAPH_CAPTURE})",
-                f"{graphs:,} B",
                 "sglang cuda_graph_runner.py",
-                "CUDA graphs",
-                "overhead",
             ),
-            EngineTerm(
-                "cuda_context",
-                x.overhead_bytes,
-                "CUDA context, cuBLAS/NCCL",
-                f"{x.overhead_bytes:,} B",
-                "calibration.CUDA_CONTEXT_BYTES",
-                "CUDA context",
-                "overhead",
-            ),
+            _cuda_context_term(x, "CUDA context, cuBLAS/NCCL", "calibration.CUDA_CONTEXT_BYTES"),
         ]
-        fits = concurrent >= x.sequences and total <= x.card_bytes
-        notes = [
+
+    def notes(self, x: EngineInputs, s: StaticSplit) -> list[Note]:
+        out = [
             note(
                 "sglang_pool",
-                fraction=frac,
+                fraction=self.fraction(x),
                 card=_gib(x.card_bytes),
-                static=_gib(static),
-                kv_tokens=kv_tokens,
-                sequences=concurrent,
+                static=_gib(s.static),
+                kv_tokens=s.kv_tokens,
+                sequences=s.kv_tokens // x.seq_len,
                 seq_len=x.seq_len,
                 asked=x.sequences,
-                other=_gib(x.card_bytes - static),
+                other=_gib(x.card_bytes - s.static),
             )
         ]
-        if total > x.card_bytes:
-            notes.append(note("sglang_step_does_not_fit", step=_gib(dynamic)))
+        if s.total > x.card_bytes:
+            out.append(note("sglang_step_does_not_fit", step=_gib(s.dynamic)))
+        return out
+
+    def run(self, x: EngineInputs) -> EngineResult:
+        s = self.split(x)
+        concurrent = s.kv_tokens // x.seq_len
         return EngineResult(
             engine=self.name,
-            terms=terms,
-            total_bytes=total,
-            fits=fits,
-            headroom_bytes=(kv_tokens - x.sequences * x.seq_len) * x.kv_bytes_per_token
-            if total <= x.card_bytes
-            else x.card_bytes - total,
-            kv_pool_bytes=pool,
-            max_kv_tokens=kv_tokens,
+            terms=self.terms(x, s),
+            total_bytes=s.total,
+            fits=concurrent >= x.sequences and s.total <= x.card_bytes,
+            headroom_bytes=_headroom(
+                x, s.total, (s.kv_tokens - x.sequences * x.seq_len) * x.kv_bytes_per_token
+            ),
+            kv_pool_bytes=s.pool,
+            max_kv_tokens=s.kv_tokens,
             max_concurrent_sequences=concurrent,
-            max_context_tokens=kv_tokens,
-            notes=notes,
-            reserved_bytes=static,
+            max_context_tokens=s.kv_tokens,
+            notes=self.notes(x, s),
+            reserved_bytes=s.static,
             assumptions=[
-                ("gpu_memory_utilization", frac, "SGLang mem_fraction_static (sglang/srt/server_args.py)"),
-                ("max_num_batched_tokens", step, "SGLang chunked_prefill_size default"),
+                (
+                    "gpu_memory_utilization",
+                    self.fraction(x),
+                    "SGLang mem_fraction_static (sglang/srt/server_args.py)",
+                ),
+                ("max_num_batched_tokens", s.step, "SGLang chunked_prefill_size default"),
             ],
         )
+
+
+# ---- llama.cpp / ollama --------------------------------------------------------------------------
 
 
 def llama_cpp_compute_buffer(x: EngineInputs, n_ctx: int, batch: int, *, full: bool) -> int:
@@ -424,6 +552,40 @@ def llama_cpp_compute_buffer(x: EngineInputs, n_ctx: int, batch: int, *, full: b
     )
 
 
+@dataclass(frozen=True)
+class GgufLayers:
+    """What llama.cpp places, layer by layer, at this n_ctx, and the room each card has for it."""
+
+    n_ctx: int  # llama-server: n_ctx is shared by its n_parallel slots
+    layers: int  # repeating layers (n_layer)
+    layer_weights: int  # GGUF tensors of one repeating layer
+    layer_kv: int  # K and V of one layer at n_ctx
+    output_bytes: int  # the output layer (on the GPU only when every repeating layer is)
+    full_buffer: int  # compute buffer, whole model offloaded
+    partial_buffer: int  # compute buffer, some layers on the CPU
+    cards: int  # --split-mode layer: the layers are split over the cards
+    budget: int  # one card less its CUDA context
+
+    @property
+    def layer_bytes(self) -> int:
+        return self.layer_weights + self.layer_kv
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where llama.cpp puts the model: -ngl, what the most loaded card holds, what stays in CPU RAM."""
+
+    gpu_layers: int  # -ngl: n_layer + 1 when the output layer is on the GPU too
+    weights: int
+    kv: int
+    buffer: int
+    host: int  # weights + KV left in CPU RAM
+
+    @property
+    def on_card(self) -> int:
+        return self.weights + self.kv + self.buffer
+
+
 class LlamaCppEngine:
     """llama.cpp (llama-server): GGUF weights, KV at n_ctx in f16, one compute buffer, -ngl layers offloaded.
 
@@ -437,95 +599,123 @@ class LlamaCppEngine:
     name = "llama.cpp"
     ubatch = LLAMA_CPP_N_UBATCH
 
-    def run(self, x: EngineInputs) -> EngineResult:
-        n_ctx = x.seq_len * max(1, x.sequences)  # llama-server: n_ctx is shared by its n_parallel slots
+    def layers(self, x: EngineInputs) -> GgufLayers:
+        n_ctx = x.seq_len * max(1, x.sequences)
         L = max(1, x.num_layers)
-        layer_w = max(0, x.weights_bytes - x.output_bytes) // L
-        layer_kv = x.kv_bytes_per_token * n_ctx // L
-        full_buf = llama_cpp_compute_buffer(x, n_ctx, self.ubatch, full=True)
-        part_buf = llama_cpp_compute_buffer(x, n_ctx, self.ubatch, full=False)
-        cards = max(1, x.num_gpus)
-        budget = x.card_bytes - x.overhead_bytes
-        # whole model on the GPUs: layers split evenly, the output layer and its buffer on the last card
-        per_card_layers = _cdiv(L, cards)
-        last_layers = L - per_card_layers * (cards - 1)
-        last_load = last_layers * (layer_w + layer_kv) + x.output_bytes + full_buf
-        first_load = per_card_layers * (layer_w + layer_kv) + full_buf
-        most = max(first_load if cards > 1 else 0, last_load)
-        if most <= budget:
-            ngl, host = L + 1, 0
-            gpu_w = (per_card_layers if cards > 1 and first_load >= last_load else last_layers) * layer_w
-            gpu_w += x.output_bytes if not (cards > 1 and first_load >= last_load) else 0
-            gpu_kv = (per_card_layers if cards > 1 and first_load >= last_load else last_layers) * layer_kv
-            buf = full_buf
-        else:
-            fit_per_card = max(0, (budget - part_buf) // max(1, layer_w + layer_kv))
-            ngl = min(L, fit_per_card * cards)
-            on_card = min(fit_per_card, ngl)
-            gpu_w, gpu_kv, buf = on_card * layer_w, on_card * layer_kv, part_buf
-            host = (L - ngl) * (layer_w + layer_kv) + x.output_bytes
-        total = gpu_w + gpu_kv + buf + x.overhead_bytes
-        kv_room = max(0, budget - (L * layer_w + x.output_bytes) // cards - full_buf)
-        max_ctx = kv_room * cards // max(1, x.kv_bytes_per_token)
-        terms = [
+        return GgufLayers(
+            n_ctx=n_ctx,
+            layers=L,
+            layer_weights=max(0, x.weights_bytes - x.output_bytes) // L,
+            # src/llama-kv-cache.cpp: n_ctx cells x (n_embd_k_gqa + n_embd_v_gqa) per layer
+            layer_kv=x.kv_bytes_per_token * n_ctx // L,
+            output_bytes=x.output_bytes,
+            full_buffer=llama_cpp_compute_buffer(x, n_ctx, self.ubatch, full=True),
+            partial_buffer=llama_cpp_compute_buffer(x, n_ctx, self.ubatch, full=False),
+            cards=max(1, x.num_gpus),
+            budget=x.card_bytes - x.overhead_bytes,
+        )
+
+    def whole_model(self, g: GgufLayers) -> Placement | None:
+        """Every layer on the GPUs, split evenly, the output layer and its buffer on the last card (None
+        when the most loaded card would be over its budget)."""
+        per_card = _cdiv(g.layers, g.cards)
+        last_layers = g.layers - per_card * (g.cards - 1)
+        last_load = last_layers * g.layer_bytes + g.output_bytes + g.full_buffer
+        first_load = per_card * g.layer_bytes + g.full_buffer
+        if max(first_load if g.cards > 1 else 0, last_load) > g.budget:
+            return None
+        first_heavier = g.cards > 1 and first_load >= last_load
+        here = per_card if first_heavier else last_layers
+        return Placement(
+            gpu_layers=g.layers + 1,
+            weights=here * g.layer_weights + (0 if first_heavier else g.output_bytes),
+            kv=here * g.layer_kv,
+            buffer=g.full_buffer,
+            host=0,
+        )
+
+    def partial_offload(self, g: GgufLayers) -> Placement:
+        """As many repeating layers per card as fit beside the partial-offload buffer (-ngl); the rest and
+        the output layer stay in CPU RAM."""
+        fit_per_card = max(0, (g.budget - g.partial_buffer) // max(1, g.layer_bytes))
+        ngl = min(g.layers, fit_per_card * g.cards)
+        here = min(fit_per_card, ngl)
+        return Placement(
+            gpu_layers=ngl,
+            weights=here * g.layer_weights,
+            kv=here * g.layer_kv,
+            buffer=g.partial_buffer,
+            host=(g.layers - ngl) * g.layer_bytes + g.output_bytes,
+        )
+
+    def max_context(self, x: EngineInputs, g: GgufLayers) -> int:
+        """The longest n_ctx whose KV fits beside the whole model and its full-offload buffer."""
+        kv_room = max(0, g.budget - (g.layers * g.layer_weights + g.output_bytes) // g.cards - g.full_buffer)
+        return kv_room * g.cards // max(1, x.kv_bytes_per_token)
+
+    def terms(self, x: EngineInputs, g: GgufLayers, p: Placement) -> list[EngineTerm]:
+        offload = "full" if p.gpu_layers > g.layers else "partial"
+        return [
             EngineTerm(
                 "weights",
-                gpu_w,
+                p.weights,
                 "GGUF tensors of the layers on this GPU (+ output layer when all fit)",
-                f"{gpu_w:,} B",
+                f"{p.weights:,} B",
                 "tools.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
                 "weights (GGUF)",
             ),
             EngineTerm(
                 "kv_cache",
-                gpu_kv,
+                p.kv,
                 "n_ctx x layers here x (n_embd_k_gqa + n_embd_v_gqa) x 2 B (f16)",
-                f"{n_ctx:,} tokens x {x.kv_bytes_per_token:,} B/token x (layers here / {L})",
+                f"{g.n_ctx:,} tokens x {x.kv_bytes_per_token:,} B/token x (layers here / {g.layers})",
                 "llama.cpp src/llama-kv-cache.cpp",
-                f"KV cache (f16, n_ctx {n_ctx:,})",
+                f"KV cache (f16, n_ctx {g.n_ctx:,})",
             ),
             EngineTerm(
                 "compute_buffer",
-                buf,
-                f"one {self.ubatch}-token ubatch graph ({'full' if ngl > L else 'partial'} offload)",
-                f"{buf:,} B",
+                p.buffer,
+                f"one {self.ubatch}-token ubatch graph ({offload} offload)",
+                f"{p.buffer:,} B",
                 "ollama fs/ggml/ggml.go GraphSize (llama.cpp ggml_backend_sched reserve)",
                 "compute buffer",
             ),
-            EngineTerm(
-                "cuda_context",
-                x.overhead_bytes,
-                "CUDA context, cuBLAS workspaces",
-                f"{x.overhead_bytes:,} B",
-                "calibration.CUDA_CONTEXT_BYTES",
-                "CUDA context",
-                "overhead",
-            ),
+            _cuda_context_term(x, "CUDA context, cuBLAS workspaces", "calibration.CUDA_CONTEXT_BYTES"),
         ]
-        fits = ngl > L
-        where = {"engine": self.name, "layers": L, "cards": cards, "n_ctx": n_ctx, "max_context": max_ctx}
-        notes = [
-            note("gguf_all_layers_on_gpu", **where)
-            if fits
-            else note("gguf_some_layers_on_gpu", **where, gpu_layers=ngl, host=_gib(host))
-        ]
+
+    def run(self, x: EngineInputs) -> EngineResult:
+        g = self.layers(x)
+        p = self.whole_model(g) or self.partial_offload(g)
+        max_ctx = self.max_context(x, g)
+        fits = p.gpu_layers > g.layers
+        where = {
+            "engine": self.name,
+            "layers": g.layers,
+            "cards": g.cards,
+            "n_ctx": g.n_ctx,
+            "max_context": max_ctx,
+        }
         return EngineResult(
             engine=self.name,
-            terms=terms,
-            total_bytes=total,
+            terms=self.terms(x, g, p),
+            total_bytes=p.on_card + x.overhead_bytes,
             fits=fits,
-            headroom_bytes=budget - (gpu_w + gpu_kv + buf) if fits else -(host // cards),
-            kv_pool_bytes=gpu_kv,
-            max_kv_tokens=n_ctx,
+            headroom_bytes=g.budget - p.on_card if fits else -(p.host // g.cards),
+            kv_pool_bytes=p.kv,
+            max_kv_tokens=g.n_ctx,
             max_concurrent_sequences=max_ctx // x.seq_len if x.seq_len else 0,
             max_context_tokens=max_ctx,
-            gpu_layers=ngl,
-            host_bytes=host,
-            notes=notes,
+            gpu_layers=p.gpu_layers,
+            host_bytes=p.host,
+            notes=[
+                note("gguf_all_layers_on_gpu", **where)
+                if fits
+                else note("gguf_some_layers_on_gpu", **where, gpu_layers=p.gpu_layers, host=_gib(p.host))
+            ],
             assumptions=[
                 (
                     "n_ctx",
-                    n_ctx,
+                    g.n_ctx,
                     "the asked context x parallel sequences (llama.cpp common.h n_ctx 4096 when not asked)",
                 ),
                 ("kv_dtype", "f16", "llama.cpp cache_type_k / cache_type_v default"),
