@@ -15,11 +15,11 @@ import json
 import math
 import re
 from functools import lru_cache
-from string import Template
 from typing import Any
 
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.prompt_files import load_toml, read_prompt
+from service.agent.templating import Template
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
 from tools.notes import Note

@@ -265,16 +265,27 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
 
 
 def merge_tokens(events: list[AgentEvent], max_chars: int) -> list[AgentEvent]:
-    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole)."""
+    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole).
+    Each piece is joined once (not one new event per text merged into it)."""
     out: list[AgentEvent] = []
+    texts: list[str] = []  # the piece being gathered (its first event is out[-1])
+    size = 0
+
+    def flush() -> None:
+        if len(texts) > 1:
+            out[-1] = TokenEvent(text="".join(texts))
+
     for ev in events:
-        last = out[-1] if out else None
-        if (
-            isinstance(ev, TokenEvent)
-            and isinstance(last, TokenEvent)
-            and len(last.text) + len(ev.text) <= max_chars
-        ):
-            out[-1] = TokenEvent(text=last.text + ev.text)
+        if isinstance(ev, TokenEvent):
+            if texts and size + len(ev.text) <= max_chars:
+                texts.append(ev.text)
+                size += len(ev.text)
+                continue
+            flush()
+            texts, size = [ev.text], len(ev.text)
         else:
-            out.append(ev)
+            flush()
+            texts, size = [], 0
+        out.append(ev)
+    flush()
     return out
