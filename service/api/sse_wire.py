@@ -61,8 +61,13 @@ def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
     raise TypeError(f"unknown agent event {type(ev).__name__}")
 
 
+# what json.dumps(payload, ensure_ascii=False) builds on every call (a non-default option), built once
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    """`json.dumps(payload, ensure_ascii=False)`."""
+    return _ENCODER.encode(payload)
 
 
 def sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:

@@ -81,13 +81,26 @@ def _keyword_check(keyword: str) -> tuple[str, re.Pattern[str] | None, bool]:
     return literal, None, not literal.isascii()
 
 
+_Check = tuple[
+    str, re.Pattern[str] | None, tuple[tuple[int, int], ...]
+]  # literal, word pattern, (topic, weight)
+
+
 @dataclass(frozen=True)
 class _TopicIndex:
     topics: tuple[str, ...]  # sorted: on equal scores the first one wins
-    on_words: tuple[
-        tuple[str, re.Pattern[str] | None, tuple[tuple[int, int], ...]], ...
-    ]  # checked on the question
-    on_compact: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # on the question without spaces
+    # the keywords by the first two characters of their literal (a question holding none of those pairs holds
+    # none of the literals: only the keywords of its own pairs are checked), on the question as written and
+    # without spaces; literals of one character are always checked
+    on_words: dict[str, tuple[_Check, ...]]
+    on_compact: dict[str, tuple[_Check, ...]]
+
+
+def _by_pair(checks: list[_Check]) -> dict[str, tuple[_Check, ...]]:
+    index: dict[str, list[_Check]] = {}
+    for check in checks:
+        index.setdefault(check[0][:2], []).append(check)
+    return {pair: tuple(items) for pair, items in index.items()}
 
 
 @lru_cache(maxsize=1)
@@ -102,29 +115,35 @@ def _topic_index() -> _TopicIndex:
     for t, topic in enumerate(topics):
         for k in dict.fromkeys(merged[topic]):
             scores.setdefault(k, []).append((t, len(k)))
-    on_words, on_compact = [], []
+    on_words: list[_Check] = []
+    on_compact: list[_Check] = []
     for k, weights in scores.items():
         literal, bounded, compact = _keyword_check(k)
-        if compact:
-            on_compact.append((literal, tuple(weights)))
-        else:
-            on_words.append((literal, bounded, tuple(weights)))
-    return _TopicIndex(topics, tuple(on_words), tuple(on_compact))
+        (on_compact if compact else on_words).append((literal, bounded, tuple(weights)))
+    return _TopicIndex(topics, _by_pair(on_words), _by_pair(on_compact))
+
+
+def _pairs(text: str) -> set[str]:
+    """Every two-character substring of `text`, and every single character (the one-character literals)."""
+    return {text[i : i + 2] for i in range(len(text) - 1)} | set(text)
 
 
 def match_topic(low: str) -> str | None:
     """The knowledge-base topic whose keywords cover the most of the (lower-cased) question (each keyword
     counts its length once; on equal scores the first topic in sorted order)."""
     index = _topic_index()
-    compact = re.sub(r"\s+", "", low)
     score = [0] * len(index.topics)
-    for literal, bounded, weights in index.on_words:
-        if literal in low and (bounded is None or bounded.search(low) is not None):
-            for t, weight in weights:
-                score[t] += weight
-    for literal, weights in index.on_compact:
-        if literal in compact:
-            for t, weight in weights:
-                score[t] += weight
+    # the Chinese keywords are not ASCII: an ASCII question holds none of them
+    checked = (
+        [(low, index.on_words)]
+        if low.isascii()
+        else [(low, index.on_words), (re.sub(r"\s+", "", low), index.on_compact)]
+    )
+    for text, by_pair in checked:
+        for pair in _pairs(text) & by_pair.keys():
+            for literal, bounded, weights in by_pair[pair]:
+                if literal in text and (bounded is None or bounded.search(low) is not None):
+                    for t, weight in weights:
+                        score[t] += weight
     best = max(score, default=0)
     return index.topics[score.index(best)] if best else None
