@@ -824,12 +824,16 @@ class ConversationStore:
         language: str | None = None,
         agent: str = "",
         scenario: Scenario | None = None,
+        scenario_json: str | None = None,
     ) -> None:
         """Record how a begun turn ended (committed when this returns). A conversation deleted meanwhile
-        stays deleted: only existing rows are updated. `interrupted` never overwrites a finished turn."""
-        await self._submit(
-            self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
-        )
+        stays deleted: only existing rows are updated. `interrupted` never overwrites a finished turn.
+        `scenario_json`: the scenario already serialised as stored (`model_dump_json(exclude_none=True)`),
+        instead of `scenario`."""
+        turn = self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
+        if scenario_json is not None:
+            turn.scenario_json = scenario_json
+        await self._submit(turn)
 
     def finish_turn_soon(
         self, turn_id: int, conversation_id: str, status: TurnStatus = "interrupted"

@@ -80,6 +80,8 @@ async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgen
         answer.scenario == original.scenario and answer.estimate == original.estimate
     )  # what the store reads
     assert answer.answer == original.answer and answer.language == original.language
+    # the scenario as the store writes it travels with the answer (nothing to decode to store it)
+    assert answer.stored_scenario_json() == (True, original.scenario.model_dump_json(exclude_none=True))
     dumped = answer.model_dump(mode="json")  # every field, decoded on demand
     assert dumped == {**original.model_dump(mode="json"), "conversation_id": 'turn "id" 对话'}
     assert payload == {**dumped, "display": payload["display"]}

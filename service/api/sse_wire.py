@@ -156,6 +156,14 @@ class EncodedAnswer(_Lazy, Answer):
     _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
     _head: str = PrivateAttr("")  # the payload's JSON up to the conversation_id value
     _tail: str = PrivateAttr("")  # after it: the rest of the answer (and `display`)
+    # the scenario as the conversation store writes it (`scenario.model_dump_json(exclude_none=True)`, made in
+    # the worker from the Scenario itself; None: no scenario), so storing the answer decodes nothing
+    _stored_scenario: str | None = PrivateAttr(None)
+    _has_stored_scenario: bool = PrivateAttr(False)
+
+    def stored_scenario_json(self) -> tuple[bool, str | None]:
+        """(known, the scenario's JSON as the store writes it)."""
+        return self._has_stored_scenario, self._stored_scenario
 
     def done_frame(self) -> bytes:
         return _frame("done", self._head + dumps(self.conversation_id) + self._tail).encode()
@@ -229,6 +237,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             head,
             tail,
             a.summary,
+            "null" if a.scenario is None else a.scenario.model_dump_json(exclude_none=True),
         )
     return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
 
@@ -261,6 +270,9 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
             conversation_id=json.loads(cid),
             summary=rest[0] if rest else "",
         )
+        if len(rest) > 1:
+            answer._has_stored_scenario = True
+            answer._stored_scenario = None if rest[1] == "null" else rest[1]
         answer._lazy_json = {"scenario": scenario, "estimate": estimate}
         for name in answer._lazy_json:  # model_construct filled in their defaults (None): read lazily instead
             answer.__dict__.pop(name, None)
