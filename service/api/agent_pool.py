@@ -286,7 +286,10 @@ class ProcessPoolAgent:
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        # the state crosses as a pickle (pydantic restores a pickled model without validating it again)
+        # the state crosses as a pickle (pydantic restores a pickled model without validating it again), without
+        # its turns: the offline agent reads the conversation's id, language and scenario, never its history
+        if state.turns:
+            state = state.model_copy(update={"turns": []})
         wires = await self._answer(question, state, language)
         for wire in wires:
             yield sse_wire.decode(wire, _EVENT)
