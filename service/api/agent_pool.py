@@ -130,16 +130,19 @@ def _serve_worker(sock: socket.socket, settings_data: dict[str, Any], inherited:
         with contextlib.suppress(OSError):
             os.close(fd)
     _init_worker(settings_data)
-    sock.sendall(_frame(("ready", os.getpid())))
     buffer = bytearray()
-    while data := sock.recv(READ_BYTES):
-        buffer += data
-        for request_id, question, state, language in _frames(buffer):
-            try:
-                reply: tuple[Any, ...] = (request_id, True, _answer(question, state, language))
-            except Exception as exc:  # the serving process logs it and answers with an error event
-                reply = (request_id, False, _picklable(exc))
-            sock.sendall(_frame(reply))
+    try:
+        sock.sendall(_frame(("ready", os.getpid())))
+        while data := sock.recv(READ_BYTES):
+            buffer += data
+            for request_id, question, state, language in _frames(buffer):
+                try:
+                    reply: tuple[Any, ...] = (request_id, True, _answer(question, state, language))
+                except Exception as exc:  # the serving process logs it and answers with an error event
+                    reply = (request_id, False, _picklable(exc))
+                sock.sendall(_frame(reply))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the serving process closed its end first (it is stopping): nobody waits for the answer
 
 
 def _picklable(exc: Exception) -> Exception:
