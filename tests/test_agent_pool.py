@@ -79,5 +79,6 @@ async def test_questions_in_flight_on_a_killed_worker_are_answered_by_its_replac
     os.kill(before[0], signal.SIGKILL)
     answers = await asyncio.wait_for(asyncio.gather(*questions), 60)
     assert all(a[-1][0] == "done" for a in answers)
+    await pool._answer(QUESTIONS[0], ConversationState(), None)  # the pool is whole again for the next one
     after = pool.worker_pids()
     assert len(after) == 2 and before[0] not in after and before[1] in after
