@@ -120,12 +120,14 @@ class EventStream(Response):
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        state = {"gone": False, "last": loop.time()}
+        state = {"gone": False, "ended": False, "last": loop.time()}
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
         async def listen() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            if state["ended"]:  # the body is complete (the server says "disconnect" then): nothing to stop
+                return
             state["gone"] = True
             task.cancel()
 
@@ -155,7 +157,7 @@ class EventStream(Response):
                     if ended:
                         continue
                     state["last"] = loop.time()
-                    ended = isinstance(chunk, LastChunk)
+                    ended = state["ended"] = isinstance(chunk, LastChunk)
                     if ended:  # no keep-alive comment after the end of the body
                         if timer is not None:
                             timer.cancel()
