@@ -117,19 +117,16 @@ class HubModel:
             return {"weight_dtype": "fp8"}
         return {}
 
-    def source_sentence(self) -> str:
-        where = "the disk cache of" if self.from_cache else "the Hugging Face Hub,"
-        rev = f" at {self.revision[:12]}" if self.revision else ""
-        count = (
-            f"; {self.safetensors_params:,} parameters counted in its safetensors headers"
-            if self.safetensors_params
-            else ""
-        )
-        dtype = f", stored {self.stored_dtype}" if self.stored_dtype else ""
-        quant = ""
-        if self.quantization:
-            quant = f"; quantization_config: {self.quantization.get('quant_method', 'unknown')}"
-        return f"architecture from {where} {self.repo_id}/config.json{rev}{count}{dtype}{quant}"
+    def source_values(self) -> dict[str, Any]:
+        """Where the architecture came from, as an assumption's values (code model.hub / model.hub_cache)."""
+        quant = str(self.quantization.get("quant_method", "unknown")) if self.quantization else None
+        return {
+            "repo": self.repo_id,
+            "revision": self.revision[:12] if self.revision else None,
+            "params": self.safetensors_params or None,
+            "dtype": self.stored_dtype,
+            "quant": quant,
+        }
 
 
 def looks_like_repo_id(name: str | None) -> bool:
@@ -381,19 +378,21 @@ def resolve_hub_scenario(
     for key, value in hub.scenario_fields().items():
         if getattr(scenario, key) is None and value is not None:
             changes[key] = value
-    reason = hub.source_sentence()
     implied = {k: v for k, v in changes.items() if k != "architecture"}
-    if implied:
-        reason += " -> " + ", ".join(f"{k}={v}" for k, v in implied.items())
-    return scenario.merged(**changes), Assumption(field="model", value=name, reason=reason)
+    code = "model.hub_cache" if hub.from_cache else "model.hub"
+    said = Assumption(
+        field="model", value=name, code=code, values={**hub.source_values(), "implied": implied or None}
+    )
+    return scenario.merged(**changes), said
 
 
 def estimate_any_model(scenario: Scenario, plan: bool = True) -> Estimate:
     """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks."""
+    from service.agent.assumption_text import with_english_text  # the JSON keeps each reason in English
     from tools.estimator import estimate
 
     resolved, assumption = resolve_hub_scenario(scenario)
     est = estimate(resolved, plan=plan)
-    if assumption is None:
-        return est
-    return est.model_copy(update={"assumptions": [assumption, *est.assumptions]})
+    if assumption is not None:
+        est = est.model_copy(update={"assumptions": [assumption, *est.assumptions]})
+    return with_english_text(est)

@@ -13,12 +13,20 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from service.agent.assumption_text import with_english_text
 from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, ErrorEvent, Language, TokenEvent
 from service.app import create_app
 from tests.service_support import GIB, SSEEvent, offline_settings, parse_sse, reset_sse_exit_flag
-from tools.estimator import estimate
+from tools.estimator import estimate as tool_estimate
+from tools.result import Estimate
 from tools.scenario import Scenario
+
+
+def estimate(scenario: Scenario, plan: bool = True) -> Estimate:
+    """The estimator's Estimate as the service shows it (English reasons and labels filled in)."""
+    return with_english_text(tool_estimate(scenario, plan=plan))
+
 
 __all__ = ["reset_sse_exit_flag"]  # autouse fixture
 
@@ -135,8 +143,12 @@ def test_chat_stream_carries_panel_texts_in_the_answers_language(client: TestCli
         (c.name, c.model_role) for c in expected.components
     ]
     labels = {c["name"]: c["label"] for c in display["components"]}
-    assert labels["weights"] == "权重" and labels["optimizer_states"] == "优化器状态"
-    assert labels["activations"] == "激活值" and labels["cuda_context"] == "CUDA 上下文"
+    assert labels["weights"] == "冻结的底座（BF16）+ 适配器"
+    assert labels["optimizer_states"] == "AdamW 优化器状态（一阶矩与二阶矩）"
+    assert (
+        labels["activations"] == "激活值（不重计算，flash 注意力）"
+        and labels["cuda_context"] == "CUDA 上下文"
+    )
 
     assert [a["field"] for a in display["assumptions"]] == [a.field for a in expected.assumptions]
     shown = {a["field"]: a for a in display["assumptions"]}
@@ -144,11 +156,11 @@ def test_chat_stream_carries_panel_texts_in_the_answers_language(client: TestCli
         "field": "batch_size",
         "label": "micro-batch（每卡每次前向的序列数）",
         "value": "1",
-        "reason": "你没有说明 micro-batch，按这个值计算（显存随它线性增长）",
+        "reason": "没有说明 micro-batch：按每卡每次 1 条序列计算（显存随它线性增长）",
     }
-    assert (
-        shown["optimizer"]["value"] == "AdamW"
-        and shown["optimizer"]["reason"] == "你没有说明优化器，按最常用的 AdamW 计算"
+    assert shown["optimizer"]["value"] == "AdamW"
+    assert shown["optimizer"]["reason"].startswith(
+        "没有说明优化器：按 HF Trainer 默认的 adamw_torch_fused 计算"
     )
     english = {a.reason for a in expected.assumptions}
     assert not english & {a["reason"] for a in display["assumptions"]}
@@ -186,7 +198,7 @@ def test_display_endpoint_restores_a_turns_panels(client: TestClient) -> None:
     assert display["language"] == "zh" and display["verdict"].startswith("**结论：放得下。**")
     assert {a["field"]: a["reason"] for a in display["assumptions"]}[
         "seq_len"
-    ] == "你没有说明序列长度，按这个值计算"
+    ] == "没有说明序列长度：按 4096 token 的上下文计算（不超过模型的 max_position_embeddings）"
     assert display["serving"][0].startswith("**推理服务容量**")
     assert f"{expected.serving.max_kv_tokens:,}" in display["serving"][2]
 

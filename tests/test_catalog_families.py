@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from tools.catalog import get_model, lookup_model
 from tools.catalog.vision import (
     mllama_extra_params,
@@ -176,8 +177,9 @@ def test_image_tokens_join_the_decoder_sequence() -> None:
     }
     # Qwen2-VL-7B KV: 2 x 28 layers x 4 KV heads x 128 x 2 B = 57,344 B per token; 2 x 1,369 image tokens more
     assert kv["text"] == 2048 * 57_344 and kv["two"] == (2048 + 2 * 1369) * 57_344
-    reason = next(a.reason for a in two.assumptions if a.field == "images")
-    assert "4,786 decoder tokens" in reason
+    said = next(a for a in two.assumptions if a.field == "images")
+    assert said.values == {"text_tokens": 2048, "images": 2, "image_tokens": 1369, "decoder_tokens": 4786}
+    assert "4,786 decoder tokens" in assumption_text(said, "en")
     assert two.scenario.seq_len == 2048  # the text length stays as stated: re-resolving adds nothing twice
     mllama = estimate(
         Scenario(model="llama-3.2-11b-vision", task="inference", gpu="4090", images=1), plan=False

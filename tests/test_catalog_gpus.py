@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.assumption_text import code_text
 from tests.answer_support import answer_text
 from tools.catalog import find_gpu, get_gpu, list_gpus
 from tools.catalog.gpus import gpu_key
@@ -108,10 +109,20 @@ def test_find_gpu_aliases(name: str, gpu_id: str) -> None:
 
 def test_ambiguous_names_say_which_variant() -> None:
     _, note = find_gpu("A100")
-    assert note == "'A100' taken as the 80 GB variant (a100-80gb); say A100 40GB for the other"
+    assert note is not None
+    assert (
+        code_text(*note, "en") == "'A100' taken as the 80 GB variant (a100-80gb); say A100 40GB for the other"
+    )
     assert find_gpu("A100 80GB")[1] is None
-    assert "32 GB" in (find_gpu("V100")[1] or "")
-    assert "SXM" in (find_gpu("H100")[1] or "")
+    v100 = find_gpu("V100")[1]
+    assert v100 is not None and v100.values["variant"] == "32 GB"
+    h100 = find_gpu("H100")[1]
+    assert h100 is not None and code_text(*h100, "en") == (
+        "'H100' taken as the 80 GB SXM variant (h100-80gb); say H100 PCIe, H100 NVL (94 GB) or H100 96GB for the others"
+    )
+    assert code_text(*h100, "zh") == (
+        "H100 有多个版本：按 80 GB SXM 版本（h100-80gb）计算；要按其他版本计算请写 H100 PCIe、H100 NVL (94 GB) 或 H100 96GB"
+    )
 
 
 def test_dtype_support() -> None:
@@ -158,12 +169,18 @@ def test_stated_memory_the_catalog_lacks_is_taken_at_that_size() -> None:
     # a modded 48 GB 4090: the 4090's dtype support at 48 GiB, with the assumption saying so
     spec, note = find_gpu("4090 48GB")
     assert spec.memory_bytes == 48 * 2**30 and spec.bf16 and spec.fp8
-    assert note is not None and "RTX 4090" in note and "stated 48 GB" in note and "24 GB" in note
+    assert note is not None
+    text = code_text(*note, "en") or ""
+    assert "RTX 4090" in text and "stated 48 GB" in text and "24 GB" in text
     # the synthetic id resolves again to the same card (follow-ups re-resolve the scenario)
     again, _ = find_gpu(spec.id)
     assert again.memory_bytes == spec.memory_bytes
     spec8, note8 = find_gpu("3060 8GB")
-    assert spec8.memory_bytes == 8 * 2**30 and "stated 8 GB" in (note8 or "")
+    assert (
+        spec8.memory_bytes == 8 * 2**30
+        and note8 is not None
+        and "stated 8 GB" in (code_text(*note8, "en") or "")
+    )
 
 
 @pytest.mark.parametrize(
@@ -172,7 +189,7 @@ def test_stated_memory_the_catalog_lacks_is_taken_at_that_size() -> None:
 def test_bare_card_size_is_taken_at_that_size(name: str, gb: int) -> None:
     spec, note = find_gpu(name)
     assert spec.memory_bytes == gb * 2**30
-    assert note is not None and f"stated {gb} GB" in note
+    assert note is not None and f"stated {gb} GB" in (code_text(*note, "en") or "")
     assert find_gpu(spec.id)[0].memory_bytes == gb * 2**30
 
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from service.agent.assumption_text import code_text
 from tools.catalog import ModelSpec, find_model, get_model, list_models, resolve_model
 from tools.catalog.fuzzy import normalize
 from tools.catalog.sizes import parse_bare_size
@@ -213,7 +214,8 @@ def test_resolve_bare_size(text: str, model_id: str) -> None:
     resolved = resolve_model(text)
     assert resolved.spec is not None and resolved.spec.id == model_id
     assert resolved.params == resolved.spec.params
-    assert resolved.assumed and resolved.spec.name in resolved.assumed
+    assert resolved.assumed_code in ("model.bare_size", "model.nearest_size")
+    assert resolved.assumed_values["model"] == resolved.spec.name
     size = parse_bare_size(text)
     assert size is not None
     wanted = size[1] * (size[0] or 1)
@@ -236,10 +238,10 @@ def test_bare_size_without_a_close_catalog_model_builds_one(text: str) -> None:
     assert 1.5 <= arch.intermediate_size / arch.hidden_size <= 4.5
     # 8 KV heads where they divide the heads (GQA groups whole heads), else the largest count that does
     assert arch.kv_heads == math.gcd(8, arch.num_attention_heads) and arch.d_head == 128
-    assert (
-        resolved.assumed
-        and "exactly" in resolved.assumed
-        and f"{arch.num_hidden_layers} layers" in resolved.assumed
+    assert resolved.assumed_code == "model.built_for_size"
+    assert (resolved.assumed_values["params"], resolved.assumed_values["layers"]) == (
+        wanted,
+        arch.num_hidden_layers,
     )
 
 
@@ -254,17 +256,21 @@ def test_bare_sizes_typical_shapes() -> None:
 
 def test_resolve_catalog_model_assumes_nothing() -> None:
     resolved = resolve_model("Qwen2.5-7B-Instruct")
-    assert resolved.assumed is None
+    assert resolved.assumed_code is None
     assert resolved.params == 7_615_616_512
 
 
 def test_bare_7b_says_which_architecture() -> None:
-    assert resolve_model("7B").assumed == (
+    def said(text: str) -> str | None:
+        resolved = resolve_model(text)
+        return code_text(resolved.assumed_code or "", resolved.assumed_values, "en")
+
+    assert said("7B") == (
         "a bare '7B' is taken as a dense decoder of exactly 7,000,000,000 parameters with the shapes typical of "
         "that size: 32 layers, hidden 4096, 32 heads (8 KV heads of 128), SwiGLU intermediate 11712, vocabulary "
         "128,256 (Llama-3 layout) (no catalog model within 2%)"
     )
-    assert resolve_model("14B").assumed == (
+    assert said("14B") == (
         "a bare '14B' is taken as Phi-3-medium-4k's architecture, the catalog model with the nearest parameter "
         "count (13.96B params, 0.3% from 14.00B)"
     )

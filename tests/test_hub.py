@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from service.hub import HubSettings, estimate_any_model, fetch_hub_model, resolve_hub_scenario
 from tests.fakes.hub_server import FakeHub, FakeRepo, fake_hub, safetensors_header
 from tools.errors import ScenarioError
@@ -125,7 +126,8 @@ def test_quantization_config_sets_the_format(hub: FakeHub, tmp_path: Path) -> No
         and resolved.quant_method == "gptq"
         and resolved.quant_group_size == 128
     )
-    assert assumption is not None and "quantization_config: gptq" in assumption.reason
+    assert assumption is not None and assumption.values["quant"] == "gptq"
+    assert "quantization_config: gptq" in assumption_text(assumption, "en")
     assert resolved.architecture is not None and resolved.architecture.hidden_size == 3584
 
 
@@ -188,6 +190,9 @@ def test_estimate_of_a_hub_model(hub: FakeHub, tmp_path: Path, monkeypatch: pyte
     assert weights.bytes == 2 * QWEN_05B_PARAMS  # bf16: 2 bytes x the exact count
     first = est.assumptions[0]
     assert first.field == "model" and "Hugging Face Hub" in first.reason and "494,032,768" in first.reason
+    assert "Hugging Face Hub" in assumption_text(
+        first, "zh"
+    )  # every language says where the config came from
 
 
 def test_v1_estimate_resolves_hub_ids(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

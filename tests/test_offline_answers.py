@@ -138,8 +138,9 @@ def test_bare_size_is_an_assumption() -> None:
     assert any(a.field == "model" for a in answer.estimate.assumptions)
     # the catalog's bare-size mapping, named in Chinese (not the generic per-field line)
     assert (
-        "- 模型 = 7B：你只给了参数规模 7B，目录里没有相差 2% 以内的模型：按这个规模常见的结构搭一个正好 7.00B 参数的稠密模型计算"
-        "（32 层，hidden 4096，32 个注意力头、8 个 KV 头，SwiGLU 中间层 11712，词表 128,256，Llama-3 布局）"
+        "- 模型 = 7B：你只给了参数规模 7B，目录里没有相差 2% 以内的模型：按这个规模常见的结构搭一个正好 7,000,000,000 "
+        "参数的稠密模型计算（32 层，hidden 4096，32 个注意力头、8 个 KV 头（每头 128 维），SwiGLU 中间层 11712，词表 "
+        "128,256，Llama-3 布局）"
     ) in answer.answer
     assert answer.estimate.params_total == 7_000_000_000
 

@@ -276,7 +276,7 @@ def test_mentions_resolve_in_catalog() -> None:
     for question, expected in EN_ESTIMATE + ZH_ESTIMATE:
         if "model" in expected:  # a catalog model, or a bare size built to its exact count
             resolved = resolve_model(expected["model"])
-            assert resolved.spec is not None or "exactly" in (resolved.assumed or ""), question
+            assert resolved.spec is not None or resolved.assumed_code == "model.built_for_size", question
         if expected.get("gpu") in not_in_catalog:
             with pytest.raises(ScenarioError) as err:
                 find_gpu(expected["gpu"])
@@ -466,7 +466,7 @@ def test_realistic_mentions_resolve_in_catalog() -> None:
     for question, expected, _ in EN_REALISTIC + ZH_REALISTIC:
         if "model" in expected:  # a catalog model, or a bare size built to its exact count
             resolved = resolve_model(expected["model"])
-            assert resolved.spec is not None or "exactly" in (resolved.assumed or ""), question
+            assert resolved.spec is not None or resolved.assumed_code == "model.built_for_size", question
         if "gpu" in expected:
             assert find_gpu(expected["gpu"])[0].memory_bytes > 0, question
 

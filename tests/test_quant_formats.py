@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from service.agent.render import component_label
 from tools.catalog.models import get_model
 from tools.estimator import estimate
 from tools.gguf import BLOCKS, FILE_TYPES, GgufFormat, bpw, exl2_bits, gguf_file_type, row_bytes, tensor_type
@@ -85,7 +86,12 @@ def test_q4_k_m_is_about_4_85_bits_not_4_25() -> None:
     assert 4.78 < fmt.effective_bpw(linears) < 4.85
     e = estimate(Scenario(model="llama-2-7b", task="inference", gpu="4090", weight_dtype="q4_k_m"))
     w = next(c for c in e.components if c.name == "weights")
-    assert "Q4_K_M" in w.label and "4.5 bpw" in w.label and "Q6_K" in w.label
+    assert (w.label_code, w.label_values) == (
+        "weights.gguf",
+        {"file_type": "Q4_K_M", "base": "Q4_K", "base_bpw": 4.5, "mix": "q4_k_m"},
+    )
+    label = component_label(w, "en")
+    assert "Q4_K_M" in label and "4.5 bpw" in label and "Q6_K" in label
     assert "bpw on this model" in w.formula
 
 
@@ -105,7 +111,7 @@ def test_inference_formats_are_refused_for_training_and_need_bits() -> None:
         Scenario(model="llama-2-7b", weight_dtype="q8_0", quant_method="gptq")
     e = estimate(Scenario(model="llama-2-7b", weight_dtype="q5_k_m", gpu="4090"), plan=False)
     assert not any(a.field == "quant_method" for a in e.assumptions)  # no "usually GPTQ" default for a GGUF
-    assert "GGUF Q5_K_M" in next(c.label for c in e.components if c.name == "weights")
+    assert "GGUF Q5_K_M" in component_label(next(c for c in e.components if c.name == "weights"), "en")
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from tools.errors import ScenarioError
 from tools.notes import note
 from tools.parallel import tp_fits_heads
@@ -61,17 +62,19 @@ def test_gpu_default_and_alias() -> None:
     assert gpu.id == "a100-80gb" and note is None and filled_fields(f) == {"gpu": "a100-80gb"}
     f = Filled()
     gpu, note = look_up_gpu(Scenario(model="m", gpu="A100"), f)
-    assert gpu.id == "a100-80gb" and "80 GB variant" in note and filled_fields(f) == {"gpu": "a100-80gb"}
+    assert gpu.id == "a100-80gb" and note is not None and note.values["variant"] == "80 GB"
+    assert filled_fields(f) == {"gpu": "a100-80gb"}
 
 
 def test_parallel_layout_serving_tp_and_checks() -> None:
     f = Filled()
     par = parallel_layout(Scenario(model="llama-2-7b", num_gpus=8), ref_of("llama-2-7b"), False, f)
     assert (par.tp, par.num_gpus, par.zero) == (8, 8, 0)
-    assert "vLLM --tensor-parallel-size 8" in f.assumptions[0].reason
+    assert (f.assumptions[0].code, f.assumptions[0].values) == ("tp.serving_split", {"num_gpus": 8, "tp": 8})
+    assert "vLLM --tensor-parallel-size 8" in assumption_text(f.assumptions[0], "en")
     f = Filled()  # 40 heads over 16 GPUs: TP 8 is the largest divisor of 16 that splits them
     par = parallel_layout(Scenario(model="llama-2-13b", num_gpus=16), ref_of("llama-2-13b"), False, f)
-    assert par.tp == 8 and "TP=8 is the largest" in f.assumptions[0].reason
+    assert par.tp == 8 and "TP=8 is the largest" in assumption_text(f.assumptions[0], "en")
     f = Filled()
     sc = Scenario(model="llama-2-7b", num_gpus=4, offload_optimizer="cpu")
     par = parallel_layout(sc, ref_of("llama-2-7b"), True, f)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from service.agent.render import note_text, render_answer
 from tests.answer_support import answer_text
 from tools.catalog.models import find_model
@@ -137,7 +138,7 @@ def test_grpo_defaults_follow_trl_and_open_r1() -> None:
     cutoff of 2048); gradient checkpointing is on as in the open-r1 recipes
     (huggingface/open-r1 recipes/Qwen2.5-Math-7B/grpo/config_simple_rl.yaml: gradient_checkpointing: true)."""
     e = estimate(Scenario(model=MODEL, task="grpo", gpu="h100"), plan=False)
-    got = {a.field: (a.value, a.reason) for a in e.assumptions}
+    got = {a.field: (a.value, assumption_text(a, "en")) for a in e.assumptions}
     assert got["seq_len"][0] == 768 and "max_prompt_length=512" in got["seq_len"][1]
     assert got["max_new_tokens"][0] == 256 and "max_completion_length=256" in got["max_new_tokens"][1]
     assert got["recompute"][0] == "full" and "open-r1" in got["recompute"][1]

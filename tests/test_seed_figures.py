@@ -54,7 +54,7 @@ def test_7b_fp16_weights_are_14_gb() -> None:
     assert 14 * GB == 7 * 10**9 * 2  # the seed's rule: P x 2 B, in decimal GB (13.04 GiB)
     e = estimate(Scenario(model="7B", task="inference", weight_dtype="fp16", gpu="a100-80gb"), plan=False)
     # no catalog model is within 2 % of 7.0B: a 7,000,000,000-parameter architecture is built (and stated)
-    assert any(a.field == "model" and "exactly 7,000,000,000" in a.reason for a in e.assumptions)
+    assert any(a.code == "model.built_for_size" and a.values["params"] == 7 * 10**9 for a in e.assumptions)
     assert _bytes(e, "weights") == 14 * GB
     # a named model keeps its exact count: Llama-2-7B's 6.74B parameters are 13.5 GB
     named = estimate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from service.agent.render import render_answer
 from tests.answer_support import answer_text
 from tools.estimator import estimate
@@ -142,7 +143,7 @@ def test_serving_70b_on_two_h100_is_tensor_parallel_not_two_copies() -> None:
     e = estimate(Scenario(model="llama-3-70b", task="inference", gpu="h100", num_gpus=2))
     assert e.scenario.tp == 2
     tp = next(a for a in e.assumptions if a.field == "tp")
-    assert tp.value == 2 and "--tensor-parallel-size 2" in tp.reason
+    assert tp.value == 2 and "--tensor-parallel-size 2" in assumption_text(tp, "en")
     # 70,553,706,496 params; 161 RMSNorm vectors of 8192 (1,318,912 params) replicated, the rest split:
     # (70,553,706,496 - 1,318,912) / 2 + 1,318,912 = 35,277,512,704 params x 2 B
     assert e.component("weights").bytes == 35_277_512_704 * 2 == 70_555_025_408
@@ -162,11 +163,12 @@ def test_serving_tp_default_takes_the_largest_divisor_of_the_heads() -> None:
     # Qwen2.5-72B: 64 heads, 8 KV heads. 6 GPUs: TP=6 does not divide 64 -> TP=2, 3 replicas
     e6 = estimate(Scenario(model="qwen2.5-72b", task="inference", gpu="a800", num_gpus=6), plan=False)
     assert e6.scenario.tp == 2
-    assert "TP=2 is the largest" in next(a.reason for a in e6.assumptions if a.field == "tp")
+    assert "TP=2 is the largest" in next(assumption_text(a, "en") for a in e6.assumptions if a.field == "tp")
     # 3 GPUs: no TP > 1 divides 64 -> three full copies, said so
     e3 = estimate(Scenario(model="qwen2.5-72b", task="inference", gpu="a800", num_gpus=3))
     assert e3.scenario.tp == 1
-    assert "data-parallel replicas" in next(a.reason for a in e3.assumptions if a.field == "tp")
+    tp3 = next(a for a in e3.assumptions if a.field == "tp")
+    assert tp3.code == "tp.serving_replicas" and "data-parallel replicas" in assumption_text(tp3, "en")
     assert e3.min_gpus == 4 and e3.min_gpus_changes == {"num_gpus": 4, "tp": 4, "pp": 1}
     # a stated TP is kept; training is not touched
     stated = estimate(

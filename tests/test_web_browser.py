@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from service.agent.assumption_text import assumption_text
 from service.app import create_app
 from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
 from tools.estimator import estimate
@@ -151,9 +152,9 @@ def assert_chinese_panels(turn, expected, texts: dict[str, list[str]]) -> None: 
     """The panels say what the Chinese answer says (prompts/zh/labels.toml), with the tool's numbers."""
     legend = " | ".join(texts["legend"])
     for label, component in (
-        ("权重", "weights"),
-        ("优化器状态", "optimizer_states"),
-        ("激活值", "activations"),
+        ("冻结的底座（BF16）+ 适配器", "weights"),
+        ("AdamW 优化器状态（一阶矩与二阶矩）", "optimizer_states"),
+        ("激活值（不重计算，flash 注意力）", "activations"),
     ):
         c = next(c for c in expected.components if c.name == component)
         assert f"{label}{c.bytes / GIB:.2f} GiB" in legend, legend
@@ -162,13 +163,13 @@ def assert_chinese_panels(turn, expected, texts: dict[str, list[str]]) -> None: 
     assumptions = " | ".join(texts["assumptions"])
     assert len(texts["assumptions"]) == len(expected.assumptions)
     assert (
-        "micro-batch（每卡每次前向的序列数） = 1 你没有说明 micro-batch，按这个值计算（显存随它线性增长）"
+        "micro-batch（每卡每次前向的序列数） = 1 没有说明 micro-batch：按每卡每次 1 条序列计算（显存随它线性增长）"
         in assumptions
     )
-    assert "序列长度 = 2048 你没有说明序列长度，按这个值计算" in assumptions
-    assert "优化器 = AdamW 你没有说明优化器，按最常用的 AdamW 计算" in assumptions
+    assert "序列长度 = 2048 没有说明序列长度：按常见的微调截断长度计算" in assumptions
+    assert "优化器 = AdamW 没有说明优化器：按 HF Trainer 默认的 adamw_torch_fused 计算" in assumptions
     for a in expected.assumptions:  # none of the estimator's English reasons
-        assert a.reason not in assumptions, a.reason
+        assert assumption_text(a, "en") not in assumptions, a
     assert "micro-batch of one sequence per GPU" not in assumptions
 
     suggestions = texts["suggestions"]

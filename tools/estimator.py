@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.activations import inference_transient
+from tools.assumptions import assumption
 from tools.components.savers import saver_assumptions
 from tools.footprint import ModelFootprint, model_footprint
 from tools.gguf import GGUF_DTYPES, output_type, row_bytes
@@ -29,7 +30,7 @@ from tools.no_effect import no_effect_notes
 from tools.overhead import overhead_bytes, overhead_components
 from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
-from tools.result import Assumption, Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
+from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
 from tools.scenario import Scenario
 from tools.serving import EngineInputs
 
@@ -140,7 +141,11 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         ),
         components=pk.tensors + pk.overhead,
         gpu=GpuInfo.model_construct(
-            id=gpu.id, name=gpu.name, memory_bytes=card, vendor=gpu.vendor, alias_note=rs.gpu_alias_note
+            id=gpu.id,
+            name=gpu.name,
+            memory_bytes=card,
+            vendor=gpu.vendor,
+            alias_note=None,  # the English note is filled at the edge
         ),
         fits=fits,
         safety_margin=rs.safety_margin,
@@ -264,12 +269,7 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
     if engine is None:
         est.assumptions = [
             *est.assumptions,
-            Assumption(
-                field="engine",
-                value=ENGINE_DEFAULT,
-                reason="no serving engine named: HF transformers generate (say vllm, sglang, llama.cpp or ollama "
-                "for that engine's memory model)",
-            ),
+            assumption("engine", ENGINE_DEFAULT, "engine.default"),
         ]
         return est
     if engine not in ENGINES:
@@ -283,7 +283,9 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
             formula=t.formula,
             substituted=t.substituted,
             source=t.source,
-            label=t.label,
+            label=None,
+            label_code=t.label,
+            label_values=dict(t.label_values),
             model_role=None,
             note=None,
         )
@@ -294,8 +296,8 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
     # what the user stated is never overridden
     defaulted = {a.field for a in est.assumptions}
     engine_defaults = {
-        f: Assumption(field=f, value=v, reason=r)
-        for f, v, r in result.assumptions
+        f: assumption(f, v, code, **values)
+        for f, v, code, values in result.assumptions
         if f in defaulted or getattr(rs.scenario, f, None) is None
     }
     kept = [a for a in est.assumptions if a.field not in engine_defaults]

@@ -311,20 +311,32 @@ class Exl2Format:
         return f"{self.bits:g}/8 B"
 
 
+# file types whose mix promotes some tensors above the base type (llama-quant.cpp), and which
+_MIX_EXTRAS = {
+    "q4_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
+    "q5_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
+    "q4_k_s": "Q5_K for the first attn_v and ffn_down layers",
+    "q3_k_m": "Q4_K/Q5_K for attn_v, attn_output and ffn_down",
+    "q3_k_l": "Q5_K for attn_v, attn_output and ffn_down",
+    "q2_k": "Q3_K/Q4_K for attn_v, attn_output and ffn_down",
+    "iq3_xs": "IQ3_XXS for q/k and middle ffn_gate/up",
+}
+
+
 def describe_mix(ftype: str) -> str:
     """'Q4_K 4.5 bpw, Q6_K 6.5625 bpw on attn_v/ffn_down in half the layers' style short text."""
     base = FILE_TYPES[ftype]
     text = f"mostly {base.upper()} {bpw(base):g} bpw"
-    extra = {
-        "q4_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
-        "q5_k_m": "Q6_K 6.5625 bpw for attn_v and ffn_down in half the layers",
-        "q4_k_s": "Q5_K for the first attn_v and ffn_down layers",
-        "q3_k_m": "Q4_K/Q5_K for attn_v, attn_output and ffn_down",
-        "q3_k_l": "Q5_K for attn_v, attn_output and ffn_down",
-        "q2_k": "Q3_K/Q4_K for attn_v, attn_output and ffn_down",
-        "iq3_xs": "IQ3_XXS for q/k and middle ffn_gate/up",
-    }.get(ftype)
+    extra = _MIX_EXTRAS.get(ftype)
     return text + (f", {extra}" if extra else "")
+
+
+def mix_label_values(ftype: str) -> dict[str, object]:
+    """The file type's mix as a component label's values (code weights.gguf, tools/labels.py): the
+    promoted tensors are named by `mix` (the file type, worded in prompts/<lang>/components.toml)."""
+    base = FILE_TYPES[ftype]
+    values: dict[str, object] = {"file_type": ftype.upper(), "base": base.upper(), "base_bpw": bpw(base)}
+    return values | ({"mix": ftype} if ftype in _MIX_EXTRAS else {})
 
 
 _GGUF_RE = re.compile(r"(?<![a-z0-9])(i?q[1-8](?:_k)?(?:_[0-9a-z]{1,3})?)(?![a-z0-9])")

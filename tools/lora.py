@@ -90,15 +90,12 @@ def lora_trainable(
         ]
         terms.append(f"{rank} x ({h} + {vocab}) ({name})")
     total += vectors
-    chosen_names = [lin.name for lin in chosen] + list(outer_targets(targets))
-    names = ", ".join(dict.fromkeys(chosen_names))
     dora_f = " + sum out" if dora else ""
     dora_s = f" + {vectors:,} (DoRA magnitudes)" if dora else ""
     return TrainableSpec(
         params=total,
         matrices=tuple(matrices),
         vector_params=vectors,
-        label=f"{'DoRA' if dora else 'LoRA'} r={rank} on {names}",
         formula=f"sum over targeted linears of count x r x (in + out){dora_f}",
         substituted=" + ".join(terms) + dora_s + f" = {total:,}",
         targets=tuple(dict.fromkeys(lin.name for lin in chosen)),
@@ -129,7 +126,6 @@ def full_trainable(params: ParamBreakdown, hidden: int) -> TrainableSpec:
         params=params.total,
         matrices=tuple(matrices),
         vector_params=max(0, params.total - in_matrices),
-        label="all parameters",
         formula="P",
         substituted=f"{params.total:,}",
     )
@@ -150,7 +146,6 @@ def freeze_trainable(params: ParamBreakdown, trainable_layers: int) -> Trainable
         params=total,
         matrices=matrices,
         vector_params=max(0, total - in_matrices),
-        label=f"last {n} of {params.num_layers} layers",
         formula="N_trainable_layers x P_layers / L",
         substituted=f"{n} x {params.layers_total:,} / {params.num_layers} = {total:,}",
     )

@@ -24,7 +24,6 @@ class TrainableSpec:
     params: int
     matrices: tuple[tuple[int, int, int], ...] = ()
     vector_params: int = 0
-    label: str = ""
     formula: str = ""  # how `params` was counted, symbolic
     substituted: str = ""  # with the numbers
     targets: tuple[str, ...] = ()  # LoRA: the targeted linear names (empty: the weights themselves train)
@@ -38,7 +37,6 @@ def _cdiv(a: int, b: int) -> int:
 @dataclass(frozen=True)
 class AdamW:
     name: str = "adamw"
-    label: str = "AdamW m and v"
     source: str = "Loshchilov & Hutter 2019; torch.optim.AdamW exp_avg + exp_avg_sq; ZeRO (Rajbhandari et al. 2020) sec. 3.1"
     # The implementation is part of the rule: "fused" (torch.optim.AdamW(fused=True): HF Trainer's
     # default optim="adamw_torch_fused" since transformers 4.5x with torch >= 2.8, training_args.py
@@ -74,7 +72,6 @@ class AdamW8bit:
     states for tensors under min_8bit_size elements (bitsandbytes/optim/optimizer.py)."""
 
     name: str = "adamw_8bit"
-    label: str = "8-bit AdamW m and v (+ block absmax)"
     source: str = (
         "bitsandbytes AdamW8bit (Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization)"
     )
@@ -111,10 +108,6 @@ class Sgd:
     paged: bool = False
     source: str = "torch.optim.SGD: one momentum_buffer per parameter when momentum > 0"
 
-    @property
-    def label(self) -> str:
-        return "SGD momentum buffer" if self.momentum else "SGD (no state)"
-
     def state_bytes(self, spec: TrainableSpec, state_bytes: int) -> int:
         return spec.params * state_bytes if self.momentum else 0
 
@@ -131,7 +124,6 @@ class Sgd:
 @dataclass(frozen=True)
 class Lion:
     name: str = "lion"
-    label: str = "Lion momentum"
     source: str = (
         "Chen et al. 2023 (Symbolic Discovery of Optimization Algorithms): one exp_avg per parameter"
     )
@@ -156,7 +148,6 @@ class Adafactor:
     (row + column vectors), full second moment for 1-D tensors (Shazeer & Stern 2018)."""
 
     name: str = "adafactor"
-    label: str = "Adafactor factored second moments"
     source: str = "Shazeer & Stern 2018; transformers Adafactor exp_avg_sq_row / exp_avg_sq_col"
     paged: bool = False
 
@@ -183,10 +174,10 @@ OptimizerRule = AdamW | AdamW8bit | Sgd | Lion | Adafactor
 
 OPTIMIZERS: dict[str, OptimizerRule] = {
     "adamw": AdamW(),  # fused: the HF Trainer default (adamw_torch_fused)
-    "adamw_torch": AdamW(name="adamw_torch", label="AdamW m and v (foreach)", implementation="foreach"),
-    "paged_adamw": AdamW(name="paged_adamw", label="paged AdamW m and v", paged=True),
+    "adamw_torch": AdamW(name="adamw_torch", implementation="foreach"),
+    "paged_adamw": AdamW(name="paged_adamw", paged=True),
     "adamw_8bit": AdamW8bit(),
-    "paged_adamw_8bit": AdamW8bit(name="paged_adamw_8bit", label="paged 8-bit AdamW m and v", paged=True),
+    "paged_adamw_8bit": AdamW8bit(name="paged_adamw_8bit", paged=True),
     "sgd": Sgd(),
     "sgd_momentum": Sgd(name="sgd_momentum", momentum=True),
     "lion": Lion(),

@@ -39,7 +39,8 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             formula="CUDA context + cuBLAS/cuDNN workspaces (constant per GPU)",
             substituted=f"{cal.CUDA_CONTEXT_BYTES // MiB} MiB",
             source="calibration.CUDA_CONTEXT_BYTES (vLLM profiler non-torch memory; llm-d per-GPU overhead)",
-            label="CUDA context",
+            label=None,
+            label_code="cuda_context",
             model_role=None,
             note=None,
         )
@@ -58,7 +59,8 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
                 f"{cal.ALLOCATOR_SLACK_MAX_BYTES // MiB} MiB) = {slack:,} B (the cap)"
             ),
             source="PyTorch caching allocator (reserved - allocated); calibration.ALLOCATOR_SLACK_FRACTION",
-            label="allocator slack",
+            label=None,
+            label_code="allocator_slack",
             model_role=None,
             note=None,
         )
@@ -74,7 +76,8 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
                 formula="communicators x NCCL buffers per communicator",
                 substituted=f"{len(groups)} ({', '.join(groups)}) x {cal.NCCL_BYTES_PER_COMMUNICATOR // MiB} MiB = {nccl:,} B",
                 source="NCCL docs (NCCL_BUFFSIZE 4 MiB x channels); calibration.NCCL_BYTES_PER_COMMUNICATOR",
-                label="NCCL buffers",
+                label=None,
+                label_code="nccl_buffers",
                 model_role=None,
                 note=None,
             )

@@ -1,7 +1,7 @@
 """Validate a Scenario and fill its defaults: Scenario -> ResolvedScenario.
 
-Every default the estimator chooses is recorded as an `Assumption(field, value, reason)`, so the
-answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
+Every default the estimator chooses is recorded as an `Assumption(field, value, code, values)`
+(tools/assumptions.py: the words are each channel's), so the answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
 Warnings that do not stop the estimate (context beyond the model's trained length, settings that
 do not apply to the task) go to `notes`.
 
@@ -63,7 +63,7 @@ from tools.result import Assumption
 from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 if TYPE_CHECKING:
-    from tools.catalog.gpus import GpuSpec
+    from tools.catalog.gpus import GpuAlias, GpuSpec
 
 __all__ = [
     "ADAPTER_TASKS",
@@ -89,7 +89,7 @@ class ResolvedScenario:
     scenario: Scenario  # the scenario after defaults (what Estimate.scenario shows)
     model: ModelRef
     gpu: GpuSpec
-    gpu_alias_note: str | None
+    gpu_alias_note: GpuAlias | None  # how the GPU name was read (also an assumption)
     task: str
     batch: int
     seq: int

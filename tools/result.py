@@ -25,7 +25,12 @@ class Component(BaseModel):
     formula: str  # symbolic, e.g. "P_local x 2 B"
     substituted: str  # with the numbers, e.g. "6,738,415,616 x 2 B = 13,476,831,232 B"
     source: str  # paper/table or library file the formula follows
-    label: str | None = None  # human name ("Adam m and v (fp32)"); channels localise via prompts/
+    # what it holds, as a code (tools/labels.py LABEL_CODES) and values; the words are each channel's
+    label_code: str | None = None
+    label_values: dict[str, object] = Field(default_factory=dict)
+    # the English name ("AdamW m and v"), filled at the edge (service/agent/component_text.py) for JSON
+    # readers; None straight out of tools.estimator
+    label: str | None = None
     model_role: str | None = None  # RL: actor, critic, reference, reward; None for single-model jobs
     note: str | None = None
 
@@ -65,10 +70,16 @@ class Suggestion(BaseModel):
 
 
 class Assumption(BaseModel):
+    """A default the estimator chose: `code` names the sentence (prompts/<lang>/assumptions.toml, codes in
+    tools/assumptions.py ASSUMPTION_CODES), `values` fill it (the words are each channel's)."""
+
     field: str
     value: object
-    reason: str  # English text
-    # Optional stable code + values: renderers format `[filled_reason].<code>` from prompts/<lang>/labels.toml
+    # the English sentence, filled at the edge (service/agent/assumption_text.py) for JSON readers;
+    # None straight out of tools.estimator
+    reason: str | None = None
+    # always set by the estimator and the service; None only in an Estimate stored before assumptions
+    # had codes (its `reason` is then what every language shows)
     code: str | None = None
     values: dict[str, object] = Field(default_factory=dict)
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tools import calibration as cal
+from tools.assumptions import assumption
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
 from tools.lora import lora_trainable
 from tools.notes import note
@@ -136,6 +137,7 @@ def _take(
             PhasedComponent(
                 name=name,
                 label=part.label,
+                label_values=part.label_values,
                 source=part.source,
                 at={ph: (value, formula, subst) for ph in dst_phases},
                 model_role=role,
@@ -143,6 +145,15 @@ def _take(
             )
         )
     return out
+
+
+# the scored tokens of a log-prob tensor, as a label value (prompts/<lang>/components.toml [values])
+LOGPS_SCORED = {
+    "scored tokens, no_grad": "scored_no_grad",
+    "response tokens": "response",
+    "completion tokens": "completion",
+    "chosen + rejected tokens": "chosen_rejected",
+}
 
 
 def _logps_part(
@@ -171,7 +182,8 @@ def _logps_part(
         return None
     return PhasedComponent(
         name="logits",
-        label=f"log-probs of the {what} (16-bit logits, TRL selective_log_softmax)",
+        label="logits.logps",
+        label_values=(("scored", LOGPS_SCORED[what]),),
         source=TRL_LOGPS_SOURCE,
         at=at,
         model_role=role,
@@ -195,19 +207,13 @@ def _other_model(
         assumptions.extend(more)
         return ref
     field = "critic_model" if role == "critic" else "reward_model"
-    assumptions.append(
-        Assumption(
-            field=field,
-            value=rs.model.id,
-            reason=f"no {role} model given: the same size as the policy ({rs.model.name})",
-        )
-    )
+    assumptions.append(assumption(field, rs.model.id, f"{field}.policy_size", model=rs.model.name))
     return rs.model
 
 
-def _replace_assumption(rs: ResolvedScenario, field: str, value: object, reason: str) -> None:
+def _replace_assumption(rs: ResolvedScenario, field: str, value: object, code: str, **values: object) -> None:
     rs.assumptions[:] = [a for a in rs.assumptions if a.field != field]
-    rs.assumptions.append(Assumption(field=field, value=value, reason=reason))
+    rs.assumptions.append(assumption(field, value, code, **values))
 
 
 def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
@@ -219,43 +225,26 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
         # TRL GRPOConfig: max_prompt_length=512, max_completion_length=256 (not the SFT cutoff_len)
         rs.seq = GRPO_DEFAULT_PROMPT_LEN + GRPO_DEFAULT_COMPLETION_LEN
         changes["seq_len"] = rs.seq
-        _replace_assumption(
-            rs,
-            "seq_len",
-            rs.seq,
-            "TRL GRPOConfig max_prompt_length=512 + max_completion_length=256 (trl/trainer/grpo_config.py)",
-        )
+        _replace_assumption(rs, "seq_len", rs.seq, "seq_len.grpo")
     if rs.task == "grpo" and "recompute" in assumed and rs.recompute == "none":
         # open-r1 GRPO recipes (recipes/*/grpo/config_*.yaml) and TRL's GRPO examples set it on
         rs.recompute = "full"
         changes.update(recompute="full", gradient_checkpointing=True)
-        _replace_assumption(
-            rs,
-            "recompute",
-            "full",
-            "gradient_checkpointing=True, as in the open-r1 GRPO recipes "
-            "(huggingface/open-r1 recipes/Qwen2.5-Math-7B/grpo/config_simple_rl.yaml)",
-        )
+        _replace_assumption(rs, "recompute", "full", "recompute.grpo")
     max_new = sc.max_new_tokens or 0
     if sc.max_new_tokens is None and rs.task != "dpo":  # DPO scores given pairs: no generation
         if rs.task == "grpo" and seq_assumed:
-            max_new = GRPO_DEFAULT_COMPLETION_LEN
-            reason = "TRL GRPOConfig max_completion_length=256"
+            max_new, code = GRPO_DEFAULT_COMPLETION_LEN, "max_new_tokens.grpo"
         else:
-            max_new = rs.seq // 2
-            reason = "half of seq_len is the response"
+            max_new, code = rs.seq // 2, "max_new_tokens.half"  # half of seq_len is the response
         changes["max_new_tokens"] = max_new
-        new.append(Assumption(field="max_new_tokens", value=max_new, reason=reason))
+        new.append(assumption("max_new_tokens", max_new, code))
     gens = 1
     if rs.task == "grpo":
         gens = sc.num_generations or GRPO_DEFAULT_NUM_GENERATIONS
         if sc.num_generations is None:
             changes["num_generations"] = gens
-            new.append(
-                Assumption(
-                    field="num_generations", value=gens, reason="TRL GRPOConfig default num_generations=8"
-                )
-            )
+            new.append(assumption("num_generations", gens, "num_generations.grpo"))
     rollout = sc.rollout_batch_size
     if rs.task == "grpo":
         # trl grpo_trainer RepeatRandomSampler: per_device_train_batch_size counts COMPLETIONS; the G
@@ -263,25 +252,12 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
         # micro-batch. A stated rollout_batch_size counts prompts: x G completions.
         sequences = rollout * gens if rollout else rs.batch
         if "batch_size" in assumed:
-            _replace_assumption(
-                rs,
-                "batch_size",
-                rs.batch,
-                f"{rs.batch} completion(s) per GPU per micro-batch (TRL per_device_train_batch_size counts "
-                "completions; the G generations of a prompt are spread over GPUs and accumulation steps, "
-                "trl grpo_trainer RepeatRandomSampler); each GPU generates its own micro-batch",
-            )
+            _replace_assumption(rs, "batch_size", rs.batch, "batch_size.grpo", batch=rs.batch)
     else:
         if rollout is None and rs.task != "dpo":
             rollout = rs.batch
             changes["rollout_batch_size"] = rollout
-            new.append(
-                Assumption(
-                    field="rollout_batch_size",
-                    value=rollout,
-                    reason="one micro-batch of prompts per rollout",
-                )
-            )
+            new.append(assumption("rollout_batch_size", rollout, "rollout_batch_size.default"))
         sequences = rollout or rs.batch
     if changes:
         rs.scenario = sc.model_copy(update=changes)
@@ -580,13 +556,7 @@ def _grpo(
             offload=offload,
         )
     else:
-        assumptions.append(
-            Assumption(
-                field="reward_model",
-                value=None,
-                reason="GRPO with rule-based reward functions: no reward model on the GPU",
-            )
-        )
+        assumptions.append(assumption("reward_model", None, "reward_model.rule_based"))
     parts += _vllm_colocate(rs, phases)
     return _assemble(rs, phases, parts, actor_fp)
 
@@ -611,7 +581,7 @@ def _vllm_colocate(rs: ResolvedScenario, phases: tuple[str, ...]) -> list[Phased
     return [
         PhasedComponent(
             name="vllm_reservation",
-            label="vLLM colocate engine (weights copy + KV blocks)",
+            label="vllm_reservation",
             source="trl grpo_trainer vllm_mode='colocate'; vllm gpu_memory_utilization (vllm/config/cache.py)",
             at=at,
             model_role="actor",

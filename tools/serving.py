@@ -182,8 +182,9 @@ class EngineTerm:
     formula: str
     substituted: str
     source: str
-    label: str
+    label: str  # a label code (tools/labels.py LABEL_CODES), filled by `label_values`
     kind: str = "tensor"
+    label_values: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ class EngineResult:
     gpu_layers: int | None = None  # llama.cpp -ngl: layers on the GPU(s)
     host_bytes: int = 0  # weights + KV left in CPU RAM (llama.cpp partial offload)
     notes: list[Note] = field(default_factory=list)
-    assumptions: list[tuple[str, object, str]] = field(default_factory=list)
+    # (field, value, code, values): the engine's defaults as assumptions (tools/assumptions.py codes)
+    assumptions: list[tuple[str, object, str, dict[str, object]]] = field(default_factory=list)
     reserved_bytes: int = 0  # what the engine takes up front (vLLM/SGLang: fraction x card); 0 = total_bytes
 
 
@@ -230,7 +232,7 @@ def _tp_weights_term(x: EngineInputs, source: str) -> EngineTerm:
         "weights on this GPU (after TP)",
         f"{x.weights_bytes:,} B",
         source,
-        "weights",
+        "weights.engine",
     )
 
 
@@ -241,13 +243,13 @@ def _cuda_context_term(x: EngineInputs, formula: str, source: str) -> EngineTerm
         formula,
         f"{x.overhead_bytes:,} B",
         source,
-        "CUDA context",
+        "cuda_context",
         "overhead",
     )
 
 
 def _cuda_graphs_term(graphs: int, formula: str, source: str) -> EngineTerm:
-    return EngineTerm("cuda_graphs", graphs, formula, f"{graphs:,} B", source, "CUDA graphs", "overhead")
+    return EngineTerm("cuda_graphs", graphs, formula, f"{graphs:,} B", source, "cuda_graphs", "overhead")
 
 
 # ---- vLLM ----------------------------------------------------------------------------------------
@@ -320,7 +322,8 @@ class VllmEngine:
                 "max(one forward of max_num_batched_tokens, sampler fp32 logits of max_num_seqs rows)",
                 f"max({p.forward:,} B for {p.step:,} tokens, {p.rows} x {x.vocab_size:,} x 4 B = {p.sampler:,} B)",
                 "vllm/v1/worker/gpu_model_runner.py profile_run (_dummy_run + _dummy_sampler_run)",
-                f"profile-run peak ({p.step:,}-token step)",
+                "activations.profile_run",
+                label_values=(("step", p.step),),
             ),
             EngineTerm(
                 "kv_cache",
@@ -329,7 +332,7 @@ class VllmEngine:
                 f"{self.fraction(x)} x {x.card_bytes:,} - {pool.non_kv_bytes:,} = {pool.available:,} B "
                 f"({pool.num_blocks:,} blocks of {pool.block_size})",
                 self.source,
-                "KV-cache pool (pre-allocated)",
+                "kv_cache.vllm_pool",
             ),
             _cuda_context_term(
                 x,
@@ -395,12 +398,8 @@ class VllmEngine:
             notes=self.notes(x, pool),
             reserved_bytes=pool.reserved,
             assumptions=[
-                (
-                    "max_num_batched_tokens",
-                    profile.step,
-                    "vllm/engine/arg_utils.py get_batch_defaults (OpenAI server)",
-                ),
-                ("gpu_memory_utilization", self.fraction(x), "vLLM default (vllm/config/cache.py)"),
+                ("max_num_batched_tokens", profile.step, "max_num_batched_tokens.vllm_default", {}),
+                ("gpu_memory_utilization", self.fraction(x), "gpu_memory_utilization.vllm_engine", {}),
             ],
         )
 
@@ -472,7 +471,7 @@ class SglangEngine:
                 "mem_fraction_static x card - weights",
                 f"{self.fraction(x)} x {x.card_bytes:,} - {x.weights_bytes:,} = {s.pool:,} B",
                 self.source,
-                "KV token pool (pre-allocated)",
+                "kv_cache.sglang_pool",
             ),
             EngineTerm(
                 "activations",
@@ -480,7 +479,8 @@ class SglangEngine:
                 f"one chunked-prefill step of {s.step:,} tokens",
                 f"{s.forward:,} B",
                 "sglang server_args.py chunked_prefill_size",
-                f"prefill chunk ({s.step:,} tokens)",
+                "activations.prefill_chunk",
+                label_values=(("step", s.step),),
             ),
             _cuda_graphs_term(
                 s.graphs,
@@ -526,12 +526,8 @@ class SglangEngine:
             notes=self.notes(x, s),
             reserved_bytes=s.static,
             assumptions=[
-                (
-                    "gpu_memory_utilization",
-                    self.fraction(x),
-                    "SGLang mem_fraction_static (sglang/srt/server_args.py)",
-                ),
-                ("max_num_batched_tokens", s.step, "SGLang chunked_prefill_size default"),
+                ("gpu_memory_utilization", self.fraction(x), "gpu_memory_utilization.sglang_default", {}),
+                ("max_num_batched_tokens", s.step, "max_num_batched_tokens.sglang_default", {}),
             ],
         )
 
@@ -662,7 +658,7 @@ class LlamaCppEngine:
                 "GGUF tensors of the layers on this GPU (+ output layer when all fit)",
                 f"{p.weights:,} B",
                 "tools.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
-                "weights (GGUF)",
+                "weights.gguf_layers",
             ),
             EngineTerm(
                 "kv_cache",
@@ -670,7 +666,8 @@ class LlamaCppEngine:
                 "n_ctx x layers here x (n_embd_k_gqa + n_embd_v_gqa) x 2 B (f16)",
                 f"{g.n_ctx:,} tokens x {x.kv_bytes_per_token:,} B/token x (layers here / {g.layers})",
                 "llama.cpp src/llama-kv-cache.cpp",
-                f"KV cache (f16, n_ctx {g.n_ctx:,})",
+                "kv_cache.gguf",
+                label_values=(("n_ctx", g.n_ctx),),
             ),
             EngineTerm(
                 "compute_buffer",
@@ -678,7 +675,7 @@ class LlamaCppEngine:
                 f"one {self.ubatch}-token ubatch graph ({offload} offload)",
                 f"{p.buffer:,} B",
                 "ollama fs/ggml/ggml.go GraphSize (llama.cpp ggml_backend_sched reserve)",
-                "compute buffer",
+                "compute_buffer",
             ),
             _cuda_context_term(x, "CUDA context, cuBLAS workspaces", "calibration.CUDA_CONTEXT_BYTES"),
         ]
@@ -713,12 +710,8 @@ class LlamaCppEngine:
                 else note("gguf_some_layers_on_gpu", **where, gpu_layers=p.gpu_layers, host=_gib(p.host))
             ],
             assumptions=[
-                (
-                    "n_ctx",
-                    g.n_ctx,
-                    "the asked context x parallel sequences (llama.cpp common.h n_ctx 4096 when not asked)",
-                ),
-                ("kv_dtype", "f16", "llama.cpp cache_type_k / cache_type_v default"),
+                ("n_ctx", g.n_ctx, "n_ctx.gguf", {}),  # llama.cpp common.h n_ctx 4096 when not asked
+                ("kv_dtype", "f16", "kv_dtype.gguf", {}),  # llama.cpp cache_type_k / cache_type_v default
             ],
         )
 

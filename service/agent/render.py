@@ -4,7 +4,8 @@ Pure presentation: every figure comes from the Estimate and is formatted with `t
 (GiB with 2 decimals; decimal GB with 1 decimal only beside a decimal rule of thumb). No memory
 arithmetic happens here. The LLM agent reuses `render_answer` for its fallback answer.
 
-Chinese answers are fully Chinese: component labels, verdicts, assumption reasons, planner
+Chinese answers are fully Chinese: component labels, verdicts, assumption reasons
+(service/agent/assumption_text.py, prompts/<lang>/assumptions.toml), planner
 changes (composed from `Suggestion.scenario_changes` via prompts/zh/labels.toml, never by
 translating the planner's English text) and no-effect explanations (prompts/zh/no_effect.json).
 """
@@ -17,13 +18,15 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from service.agent.assumption_text import assumption_text
+from service.agent.component_text import component_label_text
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.prompt_files import load_toml, read_prompt
 from service.agent.templating import Template
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
 from tools.notes import Note
-from tools.result import Assumption, Component, Estimate, NoEffect, Suggestion
+from tools.result import Component, Estimate, NoEffect, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
@@ -80,11 +83,16 @@ def task_label(task: str | None, language: str) -> str:
 
 
 def component_label(component: Component, language: str) -> str:
-    labels = _labels(language, "component")
-    if language == "en":
-        base = component.label or labels.get(component.name) or component.name.replace("_", " ")
-    else:
-        base = labels.get(component.name) or component.name.replace("_", " ")
+    """What the component holds in `language`: its label code's template (prompts/<lang>/components.toml),
+    else the component name's label (labels.toml [component]); RL components add their model's role."""
+    coded = component_label_text(component, _lang(language))
+    stored = component.label if _lang(language) == "en" else None  # an Estimate stored before label codes
+    base = (
+        coded
+        or stored
+        or _labels(language, "component").get(component.name)
+        or component.name.replace("_", " ")
+    )
     if component.model_role:
         role = _labels(language, "role").get(component.model_role, component.model_role)
         base = f"{base} [{role}]" if language == "en" else f"{base}（{role}）"
@@ -229,23 +237,6 @@ def gpus_text(n: int, language: str) -> str:
     return _fill(_lang(language), "text", "gpus_one" if n == 1 else "gpus_many", n=n)
 
 
-def filled_reason(code: str, values: dict[str, Any], language: str) -> str | None:
-    """A coded assumption reason (`[filled_reason].<code>` in labels.toml) in `language`, else None."""
-    text = _labels(language, "filled_reason").get(code)
-    return Template(text).safe_substitute({k: str(v) for k, v in values.items()}) if text else None
-
-
-def _assumption_reason(a: Assumption, language: str) -> str:
-    if a.code:
-        coded = filled_reason(a.code, a.values, language)
-        if coded:
-            return coded
-    if language == "en":
-        return a.reason
-    reasons = _labels(language, "assumption_reason")
-    return str(reasons.get(f"{a.field}.{a.value}") or reasons.get(a.field) or reasons.get("_default", ""))
-
-
 def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
     return [
         _fill(language, "text", "no_effect", explanation=no_effect_text(n, language))
@@ -387,7 +378,7 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
                     "assumption",
                     field=fields.get(a.field, a.field),
                     value=fmt_value(a.value, lang),
-                    reason=_assumption_reason(a, lang),
+                    reason=assumption_text(a, _lang(lang)),
                 )
             )
     notes = [note_text(n, lang) for n in estimate.notes]
@@ -735,7 +726,7 @@ def display_panels(estimate: Estimate, language: str) -> Display:
                 field=a.field,
                 label=str(fields.get(a.field) or a.field),
                 value=fmt_value(a.value, lang),
-                reason=_assumption_reason(a, lang),
+                reason=assumption_text(a, _lang(lang)),
             )
             for a in estimate.assumptions
         ],

@@ -106,9 +106,11 @@ class DisplayResponse(BaseModel):
     responses={code: ERROR_RESPONSES[code] for code in (400, 413, 415, 422)},
 )
 async def estimate_display(body: DisplayRequest) -> DisplayResponse:
+    from service.agent.assumption_text import with_english_text
     from tools.estimator import estimate
 
     result = await run_in_threadpool(estimate, body.scenario)  # CPU-bound: keep the loop free
+    result = with_english_text(result)  # the JSON keeps each assumption's reason in English
     return DisplayResponse(estimate=result, display=display_panels(result, body.language))
 
 

@@ -184,6 +184,7 @@ def stored_scenarios(source: str, path: Path = CORPUS) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ corpus
 def entry_line(source: str, scenario_data: dict[str, Any]) -> str:
     """One corpus line: the scenario and its Estimate JSON (byte for byte what the CLI prints) or its error."""
+    from service.agent.assumption_text import with_english_text  # as the CLI prints it
     from tools.errors import ScenarioError
     from tools.estimator import estimate
     from tools.scenario import Scenario
@@ -191,7 +192,7 @@ def entry_line(source: str, scenario_data: dict[str, Any]) -> str:
     head = _line({"scenario": scenario_data, "source": source})[:-1]
     scenario = Scenario.model_validate(scenario_data)
     try:
-        result = estimate(scenario).model_dump_json()
+        result = with_english_text(estimate(scenario)).model_dump_json()
     except ScenarioError as exc:
         return head + ', "error": ' + _line(exc.to_dict()) + "}"
     return head + ', "estimate": ' + result + "}"

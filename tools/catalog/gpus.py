@@ -11,6 +11,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -22,6 +23,22 @@ GPU_ACCEPTED = "a catalog GPU id or common name (a100-80gb, 4090, H100, H20, 910
 
 # Words that never distinguish one card from another ("NVIDIA GeForce RTX 4090" = "4090").
 _NOISE = re.compile(r"nvidia|geforce|tesla|rtx|instinct|huawei|amd|gpu|显卡|colab|kaggle")
+
+
+class AliasVariant(BaseModel):
+    """An alias several cards share: the variant it is taken as, and how to name the others."""
+
+    model_config = ConfigDict(frozen=True)
+
+    variant: str  # "80 GB SXM"
+    others: list[str] = Field(default_factory=list)  # ["H100 PCIe", "H100 NVL (94 GB)"]
+
+
+class GpuAlias(NamedTuple):
+    """How a GPU name was read, as an assumption's code and values (tools/assumptions.py)."""
+
+    code: str
+    values: dict[str, object]
 
 
 class GpuSpec(BaseModel):
@@ -41,7 +58,7 @@ class GpuSpec(BaseModel):
     bandwidth_gbps: float | None = None
     bf16_tflops: float | None = None  # dense tensor throughput, spec sheet
     notes: str = ""
-    ambiguous_aliases: dict[str, str] = Field(default_factory=dict)  # alias -> "taken as ..." note
+    ambiguous_aliases: dict[str, AliasVariant] = Field(default_factory=dict)  # alias -> the variant taken
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -63,16 +80,25 @@ def _load() -> tuple[GpuSpec, ...]:
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, tuple[str, str | None]]:
-    """normalised name -> (gpu id, alias note or None)."""
-    index: dict[str, tuple[str, str | None]] = {}
+def _index() -> dict[str, tuple[str, GpuAlias | None]]:
+    """normalised name -> (gpu id, how an ambiguous alias is read, or None)."""
+    index: dict[str, tuple[str, GpuAlias | None]] = {}
     for spec in _load():
-        notes = {gpu_key(alias): note for alias, note in spec.ambiguous_aliases.items()}
+        notes = {gpu_key(alias): _alias(alias, spec.id, v) for alias, v in spec.ambiguous_aliases.items()}
         for name in (spec.id, spec.name, *spec.aliases):
             key = gpu_key(name)
             if key:
                 index.setdefault(key, (spec.id, notes.get(key)))
     return index
+
+
+def _alias(alias: str, card: str, v: AliasVariant) -> GpuAlias:
+    values: dict[str, object] = {"alias": alias.upper(), "variant": v.variant, "card": card}
+    if len(v.others) > 1:
+        return GpuAlias("gpu.alias_others", {**values, "others": v.others[:-1], "last": v.others[-1]})
+    if v.others:
+        return GpuAlias("gpu.alias_other", {**values, "other": v.others[0]})
+    return GpuAlias("gpu.alias", values)
 
 
 def list_gpus() -> list[GpuSpec]:
@@ -91,10 +117,9 @@ _BARE_MEMORY = re.compile(
     r"^\s*(?:my\s+|a\s+|an\s+)?(\d{1,4})\s*(?:gb|g|gib)\s*(?:of\s+)?(?:vram|显存|cards?|gpus?|显卡|卡|的卡|的显卡)?\s*$",
     re.IGNORECASE,
 )
-STATED_SIZE_NOTE = "{name} taken at the stated {gb} GB ({gib:g} GiB usable, as a {gb} GB card reports it)"
 
 
-def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, str]:
+def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, GpuAlias]:
     """A card taken at the memory the user stated: a modded card, or a size with no card name.
 
     A card sold as N GB holds N GiB of memory chips (nvidia-smi shows N x 1024 MiB less at most a few
@@ -113,9 +138,7 @@ def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, str]:
             fp8=False,
             notes="no card named: bf16 support assumed, no fp8",
         )
-        return spec, STATED_SIZE_NOTE.format(
-            name="the GPU", gb=gb, gib=memory / 2**30
-        ) + "; bf16 assumed, no fp8"
+        return spec, GpuAlias("gpu.stated_size", {"gb": gb, "gib": memory / 2**30})
     spec = base.model_copy(
         update={
             "id": f"{base.id}-{gb}gb",
@@ -127,13 +150,18 @@ def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, str]:
             "ambiguous_aliases": {},
         }
     )
-    note = STATED_SIZE_NOTE.format(name=base.name, gb=gb, gib=memory / 2**30)
-    return spec, f"{note}; the catalog's {base.name} has {base.marketed}"
+    values: dict[str, object] = {
+        "card": base.name,
+        "gb": gb,
+        "gib": memory / 2**30,
+        "marketed": base.marketed,
+    }
+    return spec, GpuAlias("gpu.stated_size_of_card", values)
 
 
 def _match_with_memory(
-    key: str, index: dict[str, tuple[str, str | None]]
-) -> tuple[GpuSpec, str | None] | None:
+    key: str, index: dict[str, tuple[str, GpuAlias | None]]
+) -> tuple[GpuSpec, GpuAlias | None] | None:
     """'4090 24GB' -> the 4090 when its memory is about 24 GB; another stated size -> the card at that size."""
     if not key.endswith("g"):
         return None
@@ -152,8 +180,9 @@ def _match_with_memory(
     return _at_stated_size(spec, stated)
 
 
-def find_gpu(name: str) -> tuple[GpuSpec, str | None]:
-    """(card, alias note) for a GPU name people type; ScenarioError(field='gpu') with near ids otherwise."""
+def find_gpu(name: str) -> tuple[GpuSpec, GpuAlias | None]:
+    """(card, how the name was read when it was not plain: an ambiguous alias, a stated size) for a GPU
+    name people type; ScenarioError(field='gpu') with near ids otherwise."""
     index = _index()
     key = gpu_key(name or "")
     hit = index.get(key)

@@ -65,7 +65,10 @@ class ResolvedModel(BaseModel):
     spec: ModelSpec | None
     architecture: Architecture
     params: int
-    assumed: str | None = None  # set when an architecture was assumed for the user (bare size)
+    # set when an architecture was assumed for the user (bare size): an Assumption's code and values
+    # (tools/assumptions.py), said in every language by the service
+    assumed_code: str | None = None
+    assumed_values: dict[str, object] = Field(default_factory=dict)
 
     @property
     def spec_or_none(self) -> ModelSpec | None:
@@ -150,10 +153,22 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
     if bare is not None:
         typical, arch, assumed = bare
         if typical is not None:
-            return ResolvedModel(spec=typical, architecture=arch, params=typical.params, assumed=assumed)
+            return ResolvedModel(
+                spec=typical,
+                architecture=arch,
+                params=typical.params,
+                assumed_code=assumed[0],
+                assumed_values=assumed[1],
+            )
         from tools.params import count_params
 
-        return ResolvedModel(spec=None, architecture=arch, params=count_params(arch).total, assumed=assumed)
+        return ResolvedModel(
+            spec=None,
+            architecture=arch,
+            params=count_params(arch).total,
+            assumed_code=assumed[0],
+            assumed_values=assumed[1],
+        )
     raise ScenarioError(
         "model",
         f"unknown model '{quote(name_or_size)}'",

@@ -137,7 +137,7 @@ def _width_for(count: int, arch: Architecture) -> int:
     return 8 * int((count - fixed) // (3 * h * layers * 8))
 
 
-def architecture_for_params(count: int) -> tuple[Architecture, str]:
+def architecture_for_params(count: int) -> tuple[Architecture, dict[str, object]]:
     """A dense decoder with exactly `count` parameters, from the shapes typical of that size.
 
     Of `TYPICAL_SHAPES`, the (hidden, layers) whose solved SwiGLU width is nearest 3 x hidden; the
@@ -167,12 +167,17 @@ def architecture_for_params(count: int) -> tuple[Architecture, str]:
         )
     arch = best[1]
     arch = arch.model_copy(update={"extra_params": count - count_params(arch).total})
-    shape = (
-        f"{arch.num_hidden_layers} layers, hidden {arch.hidden_size}, {arch.num_attention_heads} heads "
-        f"({arch.kv_heads} KV heads of {TYPICAL_HEAD_DIM}), SwiGLU intermediate {arch.intermediate_size}, "
-        f"vocabulary {vocab:,} (Llama-3 layout)"
-    )
-    return arch, shape
+    # the shapes as an Assumption's values: dimensions said as they are, without thousands separators
+    values: dict[str, object] = {
+        "layers": arch.num_hidden_layers,
+        "hidden": str(arch.hidden_size),
+        "heads": arch.num_attention_heads,
+        "kv": arch.kv_heads,
+        "head_dim": TYPICAL_HEAD_DIM,
+        "inter": str(arch.intermediate_size),
+        "vocab": vocab,
+    }
+    return arch, values
 
 
 def parse_bare_size(text: str) -> tuple[int | None, int] | None:
@@ -192,8 +197,11 @@ def _size_key(experts: int | None, count: int) -> str:
     return f"{experts}x{text}" if experts else text
 
 
-def resolve_bare_size(text: str) -> tuple[ModelSpec | None, Architecture, str] | None:
-    """(catalog model or None, architecture, the sentence saying so) for a bare size; None if not a size.
+def resolve_bare_size(
+    text: str,
+) -> tuple[ModelSpec | None, Architecture, tuple[str, dict[str, object]]] | None:
+    """(catalog model or None, architecture, (code, values) saying so: an Assumption's, tools/assumptions.py)
+    for a bare size; None if not a size.
 
     A catalog model stands in only within `MAX_RELATIVE_GAP` (2 %) of the stated size (the model people
     usually mean first, else the nearest); otherwise an architecture of exactly that many parameters is
@@ -213,27 +221,22 @@ def resolve_bare_size(text: str) -> tuple[ModelSpec | None, Architecture, str] |
     if key in TYPICAL_BY_SIZE:
         spec = get_model(TYPICAL_BY_SIZE[key])
         if experts or abs(spec.params - wanted) / wanted <= MAX_RELATIVE_GAP:
-            return (
-                spec,
-                spec.architecture,
-                (
-                    f"a bare '{label}' is taken as {spec.name}'s architecture ({fmt_count(spec.params)} params)"
-                ),
-            )
+            values: dict[str, object] = {"size": label, "model": spec.name, "params": fmt_count(spec.params)}
+            return spec, spec.architecture, ("model.bare_size", values)
     pool = [
         m for m in list_models() if m.family not in _NOT_STAND_INS and (experts or not m.architecture.is_moe)
     ]
     nearest = min(pool, key=lambda m: abs(m.params - wanted) / wanted)
     gap = abs(nearest.params - wanted) / wanted
     if gap <= MAX_RELATIVE_GAP:
-        return (
-            nearest,
-            nearest.architecture,
-            (
-                f"a bare '{label}' is taken as {nearest.name}'s architecture, the catalog model with the "
-                f"nearest parameter count ({fmt_count(nearest.params)} params, {gap:.1%} from {fmt_count(wanted)})"
-            ),
-        )
+        values = {
+            "size": label,
+            "model": nearest.name,
+            "params": fmt_count(nearest.params),
+            "gap": f"{gap:.1%}",
+            "wanted": fmt_count(wanted),
+        }
+        return nearest, nearest.architecture, ("model.nearest_size", values)
     if experts:
         raise ScenarioError(
             "model",
@@ -241,12 +244,6 @@ def resolve_bare_size(text: str) -> tuple[ModelSpec | None, Architecture, str] |
             accepted="a catalog model name, or the model's HF config.json (architecture)",
             suggestions=[nearest.id],
         )
-    arch, shape = architecture_for_params(wanted)
-    return (
-        None,
-        arch,
-        (
-            f"a bare '{label}' is taken as a dense decoder of exactly {wanted:,} parameters with the shapes typical "
-            f"of that size: {shape} (no catalog model within {MAX_RELATIVE_GAP:.0%})"
-        ),
-    )
+    arch, shape_values = architecture_for_params(wanted)
+    values = {"size": label, "params": wanted, **shape_values, "within": f"{MAX_RELATIVE_GAP:.0%}"}
+    return None, arch, ("model.built_for_size", values)

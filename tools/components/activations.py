@@ -19,7 +19,7 @@ from tools.components.step import ModelStep, TrainStep, trainable_layers_on_stag
 from tools.lora import decoder_linears
 from tools.quant import Bnb4bitFormat, BnbInt8Format
 
-TRANSIENT_LABEL = "forward transient (one layer, no autograd)"
+TRANSIENT_LABEL = "forward_transient"  # label code (tools/labels.py)
 TRANSIENT_SOURCE = "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*"
 
 
@@ -112,10 +112,12 @@ def activations_part(
     rs = ts.rs
     return phased(
         "activations",
-        f"activations ({rs.recompute} recompute, {rs.attention_kernel})",
+        "activations.kind",
         acts.stage.source,
         {"end_of_forward": acts.entry(False), "backward": acts.entry(recompute_moment)},
         ts.role,
+        recompute=rs.recompute,
+        kernel=rs.attention_kernel,
     )
 
 

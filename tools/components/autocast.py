@@ -27,7 +27,7 @@ def autocast_copies(ts: TrainStep) -> PhasedComponent | None:
     cb = copied * cal.AUTOCAST_COPY_BYTES
     return phased(
         "autocast_weight_copies",
-        "16-bit autocast copies of fp32 weights",
+        "autocast_weight_copies",
         "torch.autocast weight cast cache + autograd saved tensors (DOMAIN.md sec. 3)",
         same(
             # full recompute: checkpointed layers save no weight copies for backward and the cast

@@ -15,7 +15,7 @@ from tools.components.step import ModelStep, TrainStep
 from tools.quant import Bnb4bitFormat, DenseFormat
 
 FORMULA = "max(in x out) / t x 2 B"
-LABEL = "16-bit dequantised weight of the running linear"
+LABEL = "dequant_workspace"  # label code (tools/labels.py)
 
 
 def training_dequant_workspace(ts: TrainStep) -> PhasedComponent | None:

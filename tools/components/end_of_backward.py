@@ -44,7 +44,7 @@ def end_of_backward(
         tail_s = f"{k} x {ts.pb.embedding // lay.tp:,} x {ts.recipe.grad_bytes} B = {tail:,} B"
     return phased(
         "end_of_backward_temporaries",
-        "end of backward: first layer's activations or the embedding gradient (all gradients alive)",
+        "end_of_backward_temporaries",
         cite(acts.stage.source, "torch embedding_dense_backward"),
         {"optimizer_step": (tail, tail_f, tail_s)},
         ts.role,

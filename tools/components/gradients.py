@@ -25,7 +25,7 @@ def gradients(ts: TrainStep, notes: list[Note]) -> PhasedComponent | None:
     g_phases = life.phases if cal.GRADS_RESIDENT_ALL_STEP else ("optimizer_step",)
     return phased(
         "gradients",
-        f"gradients ({recipe.grad_bytes * 8}-bit)",
+        "gradients.bits",
         cite("ZeRO (Rajbhandari et al. 2020) sec. 3.1", recipe.source),
         same(
             g_phases,
@@ -36,4 +36,5 @@ def gradients(ts: TrainStep, notes: list[Note]) -> PhasedComponent | None:
             + f" = {grads:,} B",
         ),
         ts.role,
+        bits=recipe.grad_bytes * 8,
     )

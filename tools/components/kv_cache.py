@@ -23,4 +23,4 @@ def kv_cache(ms: ModelStep, prompt_len: int, seqs: int) -> PhasedComponent | Non
         "prefill": (kv_pre, kv_f, f"({kv_s} = {per_tok:,} B/token) x {prompt_len:,} x {seqs} = {kv_pre:,} B"),
         "decode": (kv_dec, kv_f, f"({kv_s} = {per_tok:,} B/token) x {seq:,} x {seqs} = {kv_dec:,} B"),
     }
-    return phased("kv_cache", "KV cache", SOURCE, at, ms.role)
+    return phased("kv_cache", "kv_cache", SOURCE, at, ms.role)

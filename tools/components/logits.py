@@ -42,7 +42,7 @@ def loss_logits_part(ts: TrainStep, at: At, recompute_moment: bool) -> PhasedCom
     ce = ts.rs.scenario.cross_entropy or "standard"
     if ce in CE_LABELS:
         return phased("logits", CE_LABELS[ce], SAVER_SOURCES[ce], at, ts.role)
-    return phased("logits", "logits and loss (fp32 upcast)", SOURCE, at, ts.role)
+    return phased("logits", "logits.training", SOURCE, at, ts.role)
 
 
 def sampling_logits(ms: ModelStep, batch: int, seqs: int) -> PhasedComponent | None:
@@ -52,11 +52,11 @@ def sampling_logits(ms: ModelStep, batch: int, seqs: int) -> PhasedComponent | N
         "prefill": inference_logits(sequences=batch, vocab_local=ms.vocab_local),
         "decode": inference_logits(sequences=seqs, vocab_local=ms.vocab_local),
     }
-    return phased("logits", "last-position logits (fp32 for sampling)", SOURCE, at, ms.role)
+    return phased("logits", "logits.sampling", SOURCE, at, ms.role)
 
 
 def all_position_logits(ms: ModelStep) -> PhasedComponent | None:
     if not ms.stage.last:
         return None
     lg = inference_logits(sequences=ms.batch, vocab_local=ms.vocab_local, positions=ms.seq)
-    return phased("logits", "logits of every position (fp32 log-probs)", SOURCE, {"forward": lg}, ms.role)
+    return phased("logits", "logits.all_positions", SOURCE, {"forward": lg}, ms.role)

@@ -30,7 +30,7 @@ def master_weights(ts: TrainStep) -> PhasedComponent | None:
     master = ts.trainable_local * recipe.master_bytes // ts.lay.states_divisor
     return phased(
         "master_weights",
-        "fp32 master weights",
+        "master_weights",
         recipe.source,
         same(
             TRAIN_PHASES,
@@ -58,10 +58,11 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
     )
     return phased(
         "optimizer_states",
-        opt.label,
+        "optimizer_states",
         opt.source,
         same(TRAIN_PHASES, states, formula, subst + f" = {states:,} B"),
         ts.role,
+        optimizer=opt.name,
         note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
     )
 
@@ -97,7 +98,7 @@ def step_temporaries(ts: TrainStep) -> PhasedComponent | None:
         return None
     return phased(
         "optimizer_step_temporaries",
-        "optimizer step temporaries",
+        "optimizer_step_temporaries",
         "torch/optim/adamw.py _multi_tensor_adamw; DeepSpeed stage_1_and_2.py",
         {"optimizer_step": (transient, " + ".join(temp_f), " + ".join(temp_s) + f" = {transient:,} B")},
         ts.role,

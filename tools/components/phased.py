@@ -27,11 +27,12 @@ class PhasedComponent:
     """One named tensor group with its bytes at each phase (absent phase = not resident)."""
 
     name: str
-    label: str
+    label: str  # a label code (tools/labels.py LABEL_CODES); `label_values` fill it
     source: str
     at: At
     model_role: str | None = None
     note: str | None = None
+    label_values: tuple[tuple[str, object], ...] = ()
 
     def bytes_at(self, phase: str) -> int:
         entry = self.at.get(phase)
@@ -60,7 +61,9 @@ class PhasedComponent:
             formula=entry[1],
             substituted=entry[2],
             source=self.source,
-            label=self.label,
+            label=None,
+            label_code=self.label,
+            label_values=dict(self.label_values),
             model_role=self.model_role,
             note=self.note,
         )
@@ -108,11 +111,18 @@ def cite(*sources: str) -> str:
 
 
 def phased(
-    name: str, label: str, source: str, at: At, role: str | None, note: str | None = None
+    name: str,
+    label: str,
+    source: str,
+    at: At,
+    role: str | None,
+    note: str | None = None,
+    **label_values: object,
 ) -> PhasedComponent | None:
-    """The component, or None when it holds no bytes at any phase (nothing to show)."""
+    """The component (`label`: its label code, filled by `label_values`), or None when it holds no
+    bytes at any phase (nothing to show)."""
     if any(v[0] > 0 for v in at.values()):
-        return PhasedComponent(name, label, cite(source), at, role, note)
+        return PhasedComponent(name, label, cite(source), at, role, note, tuple(label_values.items()))
     return None
 
 

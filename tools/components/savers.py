@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tools.assumptions import assumption
 from tools.components.phased import PhasedComponent, cite
 from tools.notes import Note, note
 from tools.result import Assumption
@@ -65,10 +66,7 @@ SAVER_SOURCES = {
 }
 
 
-CE_LABELS = {
-    "chunked": "logits and loss (chunked CE)",
-    "fused_linear": "fused linear CE (no full logits)",
-}
+CE_LABELS = {"chunked": "logits.chunked", "fused_linear": "logits.fused_linear"}  # label codes
 CE_NOTES = {"chunked": "chunked_cross_entropy", "fused_linear": "fused_linear_cross_entropy"}
 
 
@@ -166,7 +164,7 @@ def _optimizer_in_backward(
     parts.append(
         _phased(
             "gradients",
-            "gradient of the parameter being stepped (optimizer in backward)",
+            "gradients.in_backward",
             SAVER_SOURCES["optimizer_in_backward"],
             {
                 "backward": (
@@ -202,7 +200,7 @@ def _offloaded_layer_inputs(
     for ph, (b, f, s) in p.at.items():
         nb = max(0, b - moved)
         at[ph] = (nb, f + " - layer inputs offloaded to CPU", f"{s} - {moved:,} B = {nb:,} B")
-    parts[i] = replace(p, label=p.label + ", layer inputs in CPU memory", at=at)
+    parts[i] = replace(p, label="activations.offloaded", at=at)  # same values (recompute, kernel)
     notes.append(note("activation_offloading"))
     return parts
 
@@ -230,7 +228,7 @@ def _master_weight_wrapper(
             parts.append(
                 _phased(
                     "fp32_gradient_buffer",
-                    "fp32 flat gradient buffer (BF16_Optimizer, persistent)",
+                    "fp32_gradient_buffer",
                     SAVER_SOURCES["bf16_optimizer"],
                     {
                         ph: (extra, "P_trainable_local x 4 B", f"{local:,} x 4 B = {extra:,} B")
@@ -244,7 +242,7 @@ def _master_weight_wrapper(
             parts.append(
                 _phased(
                     "optimizer_step_temporaries",
-                    "fp32 gradient copies and their flat concatenation (FP16_Optimizer.step)",
+                    "optimizer_step_temporaries.fp16_optimizer",
                     SAVER_SOURCES["fp16_optimizer"],
                     {
                         "optimizer_step": (
@@ -315,19 +313,6 @@ def saver_assumptions(rs: ResolvedScenario, dropout_extra_bytes: int | None) -> 
     sc = rs.scenario
     out: list[Assumption] = []
     if rs.task in ("lora", "qlora") and sc.lora_dropout is None:
-        extra = f" (+{dropout_extra_bytes / 2**30:.2f} GiB)" if dropout_extra_bytes else ""
-        out.append(
-            Assumption(
-                field="lora_dropout",
-                value=0.0,
-                reason="lora_dropout not stated: 0, PEFT's and LLaMA-Factory's default. With 0.05 (QLoRA paper, "
-                "TRL/axolotl examples) each targeted linear also keeps its own 16-bit input copy and a 1-byte "
-                f"dropout mask per input element{extra}",
-                code="lora_dropout_default",
-                values={
-                    "extra": extra,
-                    **({"extra_bytes": int(dropout_extra_bytes)} if dropout_extra_bytes else {}),
-                },
-            )
-        )
+        extra = {"extra_bytes": int(dropout_extra_bytes)} if dropout_extra_bytes else {}
+        out.append(assumption("lora_dropout", 0.0, "lora_dropout.default", **extra))
     return out

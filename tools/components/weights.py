@@ -19,20 +19,21 @@ from tools.lora import decoder_linears
 from tools.notes import Note, note
 from tools.quant import WeightFormat
 
-QUANT_METADATA_LABEL = "quantisation scales/absmax"
+QUANT_METADATA_LABEL = "quant_metadata"  # label code (tools/labels.py)
 
 
 def training_weights(ts: TrainStep, notes: list[Note]) -> list[PhasedComponent | None]:
     """The trained model's weights (+ quantisation metadata of a frozen quantised base)."""
     lay, recipe = ts.lay, ts.recipe
     if ts.adapters:
-        w_total, meta, w_formula, w_subst, w_label = _base_and_adapters(ts, notes)
+        w_total, meta, w_formula, w_subst = _base_and_adapters(ts, notes)
+        w_label, w_values = "weights.frozen_base", {"format": ts.fmt.name}
     else:
         meta = 0
         w_total = ts.loc.total * recipe.weight_bytes
         w_formula = f"P_local x {recipe.weight_bytes} B"
         w_subst = f"{ts.loc.total:,} x {recipe.weight_bytes} B"
-        w_label = f"weights ({recipe.weight_bytes * 8}-bit)"
+        w_label, w_values = "weights.bits", {"bits": recipe.weight_bytes * 8}
     w_div = lay.weights_divisor
     if lay.offload_params:
         w_total, meta = 0, 0
@@ -47,6 +48,7 @@ def training_weights(ts: TrainStep, notes: list[Note]) -> list[PhasedComponent |
         _weights_source(ts.fmt, recipe.source, ts.adapters),
         same(TRAIN_PHASES, w_total, w_formula, f"{w_subst} = {w_total:,} B"),
         ts.role,
+        **w_values,
     )
     if not meta:
         return [weights]
@@ -66,8 +68,8 @@ def training_weights(ts: TrainStep, notes: list[Note]) -> list[PhasedComponent |
     return [weights, metadata]
 
 
-def _base_and_adapters(ts: TrainStep, notes: list[Note]) -> tuple[int, int, str, str, str]:
-    """(bytes, metadata bytes, formula, substituted, label) of a frozen base in its format + adapters."""
+def _base_and_adapters(ts: TrainStep, notes: list[Note]) -> tuple[int, int, str, str]:
+    """(bytes, metadata bytes, formula, substituted) of a frozen base in its format + adapters."""
     fmt, recipe, loc = ts.fmt, ts.recipe, ts.loc
     other_bytes = fmt.compute_bytes
     if fmt.quantised and ts.rs.task in ("qlora", "lora") and cal.QLORA_UPCAST_NON_QUANTIZED_TO_FP32:
@@ -84,7 +86,7 @@ def _base_and_adapters(ts: TrainStep, notes: list[Note]) -> tuple[int, int, str,
         f"{loc.linear_local:,} x {data_rate} + {loc.other:,} x {other_bytes} B"
         f" + {ts.trainable_local:,} x {recipe.weight_bytes} B"
     )
-    return base_w + adapter_w, meta, formula, subst, f"frozen base ({fmt.name}) + adapters"
+    return base_w + adapter_w, meta, formula, subst
 
 
 def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> str:
@@ -94,6 +96,17 @@ def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> st
             extra = "PEFT prepare_model_for_kbit_training (non-quantised params to fp32); " + extra
         return cite(fmt.source, extra)
     return recipe_source
+
+
+def _format_label(fmt: WeightFormat) -> tuple[str, dict[str, object]]:
+    """(label code, values) of weights stored in `fmt`: GGUF names its block mix, EXL2 its bits."""
+    from tools.gguf import Exl2Format, GgufFormat, mix_label_values
+
+    if isinstance(fmt, Exl2Format):
+        return "weights.exl2", {"bpw": float(fmt.bits)}
+    if isinstance(fmt, GgufFormat):
+        return "weights.gguf", mix_label_values(fmt.name)
+    return "weights.format", {"format": fmt.name}
 
 
 def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedComponent | None]:
@@ -121,8 +134,9 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
     else:
         w_formula = f"P_local x {data_rate}"
         w_subst = f"{loc.total:,} x {data_rate} = {w:,} B"
-    w_label = f"weights ({fmt.label})" if hasattr(fmt, "non_linear_bytes") else f"weights ({fmt.name})"
-    out = [phased("weights", w_label, fmt.source, same(phases, w, w_formula, w_subst), ms.role)]
+    at = same(phases, w, w_formula, w_subst)
+    code, values = _format_label(fmt)
+    out = [phased("weights", code, fmt.source, at, ms.role, **values)]
     if meta:
         at = same(
             phases,
@@ -144,7 +158,7 @@ def _running_layer_weights(
     out = [
         phased(
             "weights",
-            f"weights ({fmt.name}), offloaded: one layer on the GPU",
+            "weights.offloaded",
             "accelerate big_modeling cpu_offload (AlignDevicesHook moves each module's weights at forward)",
             same(
                 phases,
@@ -153,6 +167,7 @@ def _running_layer_weights(
                 f"{ms.loc.largest_gathered:,} params -> {w_on:,} B",
             ),
             ms.role,
+            format=fmt.name,
         )
     ]
     if meta:

@@ -19,7 +19,7 @@ def zero3_gathered(ts: TrainStep) -> PhasedComponent | None:
     bwd = gathered + (0 if ts.adapters else loc.largest_gathered * recipe.grad_bytes)
     return phased(
         "zero3_gathered_params",
-        "ZeRO-3 gathered layer + prefetch bucket",
+        "zero3_gathered_params",
         "DeepSpeed stage3.py (stage3_prefetch_bucket_size 5e7) / FSDP FULL_SHARD all-gather; "
         "DeepSpeed estimate_zero3_model_states_mem_needs largest_layer_memory",
         {

@@ -9,5 +9,5 @@
 - serving.py   KV dtype, the vLLM-style memory reservation and the safety margin
 - checks.py    the cross-field checks: each raises the ScenarioError that says what is accepted
 Each stage reads the scenario and what earlier stages chose, records every default it fills in a
-`Filled` (defaults.py: field, value, reason) and its warnings as notes.
+`Filled` (defaults.py: field, value, and why as a code with values) and its warnings as notes.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tools.assumptions import assumption
 from tools.notes import Note, note
 from tools.result import Assumption
 
@@ -21,9 +22,10 @@ class Filled:
         self.assumptions: list[Assumption] = []
         self.notes: list[Note] = []
 
-    def fill(self, name: str, value: Any, reason: str) -> Any:
+    def fill(self, name: str, value: Any, code: str, /, **values: object) -> Any:
+        """Set `name` = `value`, recorded as an assumption said by `code` (tools/assumptions.py)."""
         self.changes[name] = value
-        self.assumptions.append(Assumption(field=name, value=value, reason=reason))
+        self.assumptions.append(assumption(name, value, code, **values))
         return value
 
     def note(self, code: str, /, **values: object) -> None:

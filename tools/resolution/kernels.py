@@ -29,13 +29,10 @@ def recompute_strategy(sc: Scenario, task: str, f: Filled) -> str:
     if sc.gradient_checkpointing is not None:
         return "full" if sc.gradient_checkpointing else "none"
     if task == "qlora":
-        return f.fill(
-            "recompute",
-            "full",
-            "PEFT prepare_model_for_kbit_training enables gradient checkpointing by default",
-        )
+        # PEFT prepare_model_for_kbit_training enables gradient checkpointing by default
+        return f.fill("recompute", "full", "recompute.qlora_default")
     if task != "inference":
-        return f.fill("recompute", "none", "HF Trainer default gradient_checkpointing=False")
+        return f.fill("recompute", "none", "recompute.trainer_default")
     return "none"
 
 
@@ -43,9 +40,7 @@ def attention_kernel(
     sc: Scenario, arch: Architecture, recipe: Recipe | None, weight_dtype: str, f: Filled
 ) -> str:
     """flash (incl. memory-efficient) | math | eager: what the GPU runs."""
-    attention = sc.attention or f.fill(
-        "attention", "flash", "transformers uses SDPA (flash / memory-efficient kernels) by default"
-    )
+    attention = sc.attention or f.fill("attention", "flash", "attention.sdpa_default")
     act_bytes = recipe.activation_bytes if recipe else (4 if weight_dtype == "fp32" else 2)
     # The SDPA kernel a CUDA GPU picks (torch sdp_utils.cpp): flash for 16-bit inputs; for fp32 the
     # memory-efficient kernel (same memory as flash: output + fp32 log-sum-exp), except with GQA, where

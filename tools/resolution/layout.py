@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from tools.assumptions import assumption
 from tools.parallel import Layout, tp_fits_heads
 from tools.resolution.checks import (
     check_gpu_split,
@@ -19,23 +20,22 @@ from tools.resolution.checks import (
     check_training_states,
 )
 from tools.resolution.defaults import DEFAULT_GPU, Filled
-from tools.result import Assumption
 
 if TYPE_CHECKING:
     from tools.architecture import Architecture
-    from tools.catalog.gpus import GpuSpec
+    from tools.catalog.gpus import GpuAlias, GpuSpec
     from tools.resolution.model import ModelRef
     from tools.scenario import Scenario
 
 
-def look_up_gpu(sc: Scenario, f: Filled) -> tuple[GpuSpec, str | None]:
+def look_up_gpu(sc: Scenario, f: Filled) -> tuple[GpuSpec, GpuAlias | None]:
     """The card (catalog id or alias) and the alias note when a name was mapped to a catalog card."""
     from tools.catalog.gpus import find_gpu
 
-    gpu_name = sc.gpu or f.fill("gpu", DEFAULT_GPU, "no GPU given: the most common datacenter card")
+    gpu_name = sc.gpu or f.fill("gpu", DEFAULT_GPU, "gpu.default")
     gpu, alias_note = find_gpu(gpu_name)
     if alias_note:
-        f.assumptions.append(Assumption(field="gpu", value=gpu.id, reason=alias_note))
+        f.assumptions.append(assumption("gpu", gpu.id, alias_note.code, **alias_note.values))
     return gpu, alias_note
 
 
@@ -63,19 +63,13 @@ def default_serving_tp(arch: Architecture, num_gpus: int, other_parallel: int, f
     after PP/CP that also suits the heads; GPUs beyond t x p x c serve as data-parallel replicas."""
     per_replica = num_gpus // other_parallel if num_gpus % other_parallel == 0 else 1
     t = max(k for k in range(1, per_replica + 1) if per_replica % k == 0 and tp_allowed(arch, k))
+    heads = arch.num_attention_heads
     if t == 1:
-        reason = (
-            f"no TP size splits the {arch.num_attention_heads} attention heads over {per_replica} GPUs: "
-            f"each of the {num_gpus} GPUs serves a full copy (data-parallel replicas)"
-        )
+        f.fill("tp", t, "tp.serving_replicas", heads=heads, per_replica=per_replica, num_gpus=num_gpus)
     elif t == per_replica:
-        reason = f"serving on {num_gpus} GPUs: one copy split by tensor parallelism (vLLM --tensor-parallel-size {t})"
+        f.fill("tp", t, "tp.serving_split", num_gpus=num_gpus, tp=t)
     else:
-        reason = (
-            f"{per_replica} does not divide the {arch.num_attention_heads} attention heads: TP={t} is the "
-            f"largest that does (vLLM --tensor-parallel-size {t}); the other GPUs hold replicas"
-        )
-    f.fill("tp", t, reason)
+        f.fill("tp", t, "tp.serving_largest", heads=heads, per_replica=per_replica, tp=t)
     return t
 
 
@@ -87,7 +81,7 @@ def parallel_layout(sc: Scenario, ref: ModelRef, training: bool, f: Filled) -> P
         tp = default_serving_tp(arch, sc.num_gpus or 1, pp * cp, f)
     check_parallel(arch, ref.params, tp=tp, pp=pp, ep=ep, notes=f.notes)
     model_parallel = tp * pp * cp
-    num_gpus = sc.num_gpus or f.fill("num_gpus", model_parallel, "t x p x c: no data parallelism stated")
+    num_gpus = sc.num_gpus or f.fill("num_gpus", model_parallel, "num_gpus.model_parallel")
     check_gpu_split(num_gpus, tp=tp, pp=pp, cp=cp)
     dp = num_gpus // model_parallel
     if ep > 1 and dp * tp % ep:
@@ -100,9 +94,7 @@ def parallel_layout(sc: Scenario, ref: ModelRef, training: bool, f: Filled) -> P
     if offload_params and not training:
         f.note("inference_params_offload")
     if offload_opt and zero == 0:
-        zero = f.fill(
-            "zero_stage", 2, "optimizer offload (ZeRO-Offload) runs on ZeRO stage 1-3; stage 2 assumed"
-        )
+        zero = f.fill("zero_stage", 2, "zero_stage.offload")
     return Parallel(tp, pp, cp, ep, num_gpus, zero, offload_opt, offload_params)
 
 
@@ -112,7 +104,7 @@ def pipeline_layout(sc: Scenario, par: Parallel, f: Filled) -> Layout:
     if par.pp > 1:
         microbatches = sc.pp_microbatches or max(par.pp, sc.gradient_accumulation_steps or 0)
         if sc.pp_microbatches is None:
-            f.fill("pp_microbatches", microbatches, "at least p micro-batches so the 1F1B pipeline fills")
+            f.fill("pp_microbatches", microbatches, "pp_microbatches.fill")
     if sc.sequence_parallel and par.tp == 1:
         f.note("sequence_parallel_without_tp")
     return Layout(

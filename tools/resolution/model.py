@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from tools.architecture import Architecture, ParamBreakdown
+from tools.assumptions import assumption
 from tools.errors import ScenarioError
 from tools.notes import Note, note
 from tools.result import Assumption
@@ -28,17 +29,17 @@ class ModelRef:
 
 
 @lru_cache(maxsize=256)
-def _catalog_model(name: str) -> tuple[ModelRef, str | None]:
+def _catalog_model(name: str) -> tuple[ModelRef, tuple[str, dict[str, object]] | None]:
     from tools.catalog.models import resolve_model
 
     resolved = resolve_model(name)
     spec = resolved.spec
     mid = spec.id if spec else name
     display = spec.name if spec else name
-    native = spec.checkpoint_dtype if spec and not resolved.assumed else None
+    native = spec.checkpoint_dtype if spec and not resolved.assumed_code else None
     arch = _family_details(spec.family if spec else None, resolved.architecture)
     ref = ModelRef(mid, display, arch, _breakdown(arch), native)
-    return ref, resolved.assumed
+    return ref, (resolved.assumed_code, resolved.assumed_values) if resolved.assumed_code else None
 
 
 # transformers config defaults of the memory-relevant details the catalog does not store:
@@ -83,7 +84,7 @@ def resolve_model_ref(
     elif model:
         ref, assumed = _catalog_model(model.strip())
         if assumed:
-            assumptions.append(Assumption(field="model", value=ref.id, reason=assumed))
+            assumptions.append(assumption("model", ref.id, assumed[0], **assumed[1]))
     elif params:
         # an explicit count is honoured exactly: a dense decoder of that many parameters, shapes typical of
         # the size (tools.catalog.sizes.architecture_for_params); 7e9 in fp16 is 14.0 GB of weights
@@ -95,14 +96,7 @@ def resolve_model_ref(
             raise ScenarioError("params", err.message, accepted=err.accepted) from None
         label = _size_label(params)
         ref = ModelRef(label, label, arch, _breakdown(arch))
-        assumptions.append(
-            Assumption(
-                field="model",
-                value=ref.id,
-                reason=f"params={params:,} with no model: a dense decoder of exactly that many parameters "
-                f"with the shapes typical of that size: {shape}",
-            )
-        )
+        assumptions.append(assumption("model", ref.id, "model.from_params", params=params, **shape))
     else:
         raise ScenarioError(
             "model",

@@ -33,17 +33,18 @@ def default_weight_dtype(sc: Scenario, task: str, ref: ModelRef, gpu: GpuSpec, f
     if sc.weight_dtype is not None:
         return sc.weight_dtype
     if task == "qlora":
-        return f.fill("weight_dtype", "nf4", "QLoRA stores the frozen base in 4-bit NF4")
+        return f.fill("weight_dtype", "nf4", "weight_dtype.qlora")
     if task == "inference" and ref.checkpoint_dtype:
         return f.fill(
             "weight_dtype",
             ref.checkpoint_dtype,
-            f"{ref.name}'s official checkpoint is {ref.checkpoint_dtype.upper()}: vLLM/SGLang serve it as "
-            "shipped (say bf16 for an upcast copy)",
+            "weight_dtype.checkpoint",
+            model=ref.name,
+            dtype=ref.checkpoint_dtype.upper(),
         )
     if gpu.bf16:
-        return f.fill("weight_dtype", "bf16", "16-bit weights, bf16 on this card")
-    return f.fill("weight_dtype", "fp16", f"{gpu.name} has no bf16: fp16")
+        return f.fill("weight_dtype", "bf16", "weight_dtype.bf16")
+    return f.fill("weight_dtype", "fp16", "weight_dtype.no_bf16", gpu=gpu.name)
 
 
 def default_quant_method(sc: Scenario, task: str, weight_dtype: str, f: Filled) -> str | None:
@@ -54,9 +55,9 @@ def default_quant_method(sc: Scenario, task: str, weight_dtype: str, f: Filled) 
         if weight_dtype == "fp8":
             quant_method = "fp8"
         elif weight_dtype in ("nf4", "int8") or task == "qlora" or task != "inference":
-            quant_method = f.fill("quant_method", "bnb", f"{weight_dtype} weights via bitsandbytes")
+            quant_method = f.fill("quant_method", "bnb", "quant_method.bnb", dtype=weight_dtype)
         else:
-            quant_method = f.fill("quant_method", "gptq", "int4 checkpoints for serving are usually GPTQ")
+            quant_method = f.fill("quant_method", "gptq", "quant_method.gptq")
     return quant_method
 
 
@@ -75,9 +76,7 @@ def weight_storage(
     bnb4 = weight_dtype == "nf4" or (weight_dtype == "int4" and quant_method == "bnb")
     double_quant = sc.double_quant
     if bnb4 and double_quant is None:
-        double_quant = f.fill(
-            "double_quant", True, "the QLoRA paper's recipe (bnb_4bit_use_double_quant=True)"
-        )
+        double_quant = f.fill("double_quant", True, "double_quant.qlora")
     wformat = weight_format(
         weight_dtype,
         quant_method,
@@ -92,16 +91,10 @@ def default_recipe(sc: Scenario, task: str, weight_dtype: str, f: Filled) -> str
     if sc.precision_recipe is not None:
         return sc.precision_recipe
     if weight_dtype == "fp32":
-        return f.fill("precision_recipe", "fp32", "fp32 weights: fp32 training")
+        return f.fill("precision_recipe", "fp32", "precision_recipe.fp32")
     if uses_adapters(task, sc):
-        return f.fill(
-            "precision_recipe",
-            "amp",
-            "PEFT keeps adapters in fp32 (autocast_adapter_dtype) under 16-bit autocast (HF Trainer)",
-        )
-    return f.fill(
-        "precision_recipe", "mixed", "16-bit weights + fp32 master and Adam states (ZeRO paper, 16 B/param)"
-    )
+        return f.fill("precision_recipe", "amp", "precision_recipe.amp")
+    return f.fill("precision_recipe", "mixed", "precision_recipe.mixed")
 
 
 def training_rules(
@@ -114,12 +107,7 @@ def training_rules(
                 f.note("no_effect_on_inference", field=name)
         return None, None
     rname = default_recipe(sc, task, weight_dtype, f)
-    oname = sc.optimizer or f.fill(
-        "optimizer",
-        "adamw",
-        "HF Trainer default adamw_torch_fused (transformers >= 4.5x, torch >= 2.8): fused AdamW, no "
-        "step transient; optim=adamw_torch (foreach) would add 1 x params x 4 B at the step",
-    )
+    oname = sc.optimizer or f.fill("optimizer", "adamw", "optimizer.default")
     if oname not in OPTIMIZERS:
         raise ScenarioError("optimizer", f"unknown optimizer '{oname}'", accepted=", ".join(OPTIMIZER_NAMES))
     optimizer = OPTIMIZERS[oname]

@@ -25,7 +25,7 @@ def kv_dtype_bytes(sc: Scenario, training: bool, weight_dtype: str, gpu: GpuSpec
     )
     kv_dtype = sc.kv_dtype
     if kv_dtype is None and not training:
-        kv_dtype = f.fill("kv_dtype", kv_default, "the compute dtype")
+        kv_dtype = f.fill("kv_dtype", kv_default, "kv_dtype.compute")
     return KV_DTYPE_BYTES[kv_dtype or kv_default]
 
 
@@ -35,12 +35,9 @@ def memory_reservation(sc: Scenario, training: bool, f: Filled) -> tuple[float, 
     if gmu is None:
         gmu = DEFAULT_GPU_MEMORY_UTILIZATION
         if not training:
-            f.fill("gpu_memory_utilization", gmu, "vLLM default, used for the serving-capacity figure")
+            f.fill("gpu_memory_utilization", gmu, "gpu_memory_utilization.vllm_default")
     margin = sc.safety_margin
     if margin is None:
-        margin = f.fill(
-            "safety_margin",
-            DEFAULT_SAFETY_MARGIN,
-            "keep 10% of the card free (Fujii et al. 2024: runs estimated under 80% never OOMed)",
-        )
+        # Fujii et al. 2024: runs estimated under 80% never OOMed
+        margin = f.fill("safety_margin", DEFAULT_SAFETY_MARGIN, "safety_margin.default")
     return gmu, margin

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tools.assumptions import assumption
 from tools.resolution.checks import check_max_new_tokens, check_tokens
 from tools.resolution.defaults import Filled
-from tools.result import Assumption
 
 if TYPE_CHECKING:
     from tools.architecture import Architecture
@@ -19,30 +19,29 @@ if TYPE_CHECKING:
 
 def sizes(sc: Scenario, arch: Architecture, training: bool, f: Filled) -> tuple[int, int]:
     """(batch, seq) with their defaults; a context beyond the model's trained length is a note."""
-    batch = sc.batch_size or f.fill("batch_size", 1, "micro-batch of one sequence per GPU")
+    batch = sc.batch_size or f.fill("batch_size", 1, "batch_size.default")
     if sc.seq_len:
         seq = sc.seq_len
     elif training:
-        seq = f.fill("seq_len", 2048, "a common fine-tuning cutoff length (LLaMA-Factory cutoff_len default)")
+        seq = f.fill("seq_len", 2048, "seq_len.training_default")
     else:
-        seq = f.fill(
-            "seq_len",
-            min(4096, arch.max_position_embeddings),
-            "4096-token context (capped at the model's max_position_embeddings)",
-        )
+        seq = f.fill("seq_len", min(4096, arch.max_position_embeddings), "seq_len.inference_default")
     if sc.images:
         if arch.image_tokens:
             # Qwen2-VL / Qwen2.5-VL: each image enters the decoder's sequence as merged patch tokens
             # (modeling_qwen2_vl: one token per 28 x 28 pixels after the 2 x 2 merge)
             image_seq = sc.images * arch.image_tokens
             # recorded beside seq_len, which stays the text length (re-resolving never adds the images twice)
+            # a 1024 x 1024 image resized to 1036 x 1036: 37 x 37 merged 28-pixel patches
             f.assumptions.append(
-                Assumption(
-                    field="images",
-                    value=sc.images,
-                    reason=f"{seq:,} text tokens + {sc.images} image(s) x {arch.image_tokens:,} image tokens = "
-                    f"{seq + image_seq:,} decoder tokens per sequence (a 1024 x 1024 image resized to 1036 x 1036: "
-                    "37 x 37 merged 28-pixel patches)",
+                assumption(
+                    "images",
+                    sc.images,
+                    "images.tokens",
+                    text_tokens=seq,
+                    images=sc.images,
+                    image_tokens=arch.image_tokens,
+                    decoder_tokens=seq + image_seq,
                 )
             )
             seq += image_seq

@@ -43,10 +43,10 @@ def choose_task(sc: Scenario, f: Filled) -> str:
     if sc.task is not None:
         return sc.task
     if sc.lora_rank is not None or sc.lora_targets:
-        return f.fill("task", "lora", "a LoRA rank/targets was given")
+        return f.fill("task", "lora", "task.lora_settings")
     if sc.trainable_layers is not None:
-        return f.fill("task", "freeze", "trainable_layers was given")
-    return f.fill("task", "inference", "no training setting was given")
+        return f.fill("task", "freeze", "task.freeze_settings")
+    return f.fill("task", "inference", "task.no_training")
 
 
 def trainable_set(
@@ -62,21 +62,19 @@ def trainable_set(
     if task == "freeze":
         n = sc.trainable_layers
         if n is None:
-            n = f.fill("trainable_layers", 2, "LLaMA-Factory freeze_trainable_layers default (last 2 layers)")
+            n = f.fill("trainable_layers", 2, "trainable_layers.default", layers=2)
         check_trainable_layers(n, pb)
         return freeze_trainable(pb, n)
     return full_trainable(pb, arch.hidden_size)
 
 
 def _adapters(sc: Scenario, pb: ParamBreakdown, arch: Architecture, f: Filled) -> TrainableSpec:
-    rank = sc.lora_rank or f.fill("lora_rank", 8, "PEFT LoraConfig default r=8")
+    rank = sc.lora_rank or f.fill("lora_rank", 8, "lora_rank.default", rank=8)
     targets = sc.lora_targets
     if not targets:
         names = linear_names(pb)
         default = [n for n in PEFT_DEFAULT_TARGETS.get(arch.module_names, ["q_proj", "v_proj"]) if n in names]
-        targets = f.fill(
-            "lora_targets", default or ["all-linear"], "PEFT default target modules for this model family"
-        )
+        targets = f.fill("lora_targets", default or ["all-linear"], "lora_targets.default")
     return _lora_spec(pb, rank, targets, sc.dora)
 
 

@@ -18,8 +18,10 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
+from service.agent.assumption_text import assumption_text
+from service.agent.component_text import component_label_text
 from tools.errors import ScenarioError
-from tools.result import Estimate
+from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
 from tools.units import fmt_count, fmt_gib
 
@@ -116,7 +118,7 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
     for c in est.components:
         item: dict[str, Any] = {
             "name": c.name,
-            "label": c.label or c.name,
+            "label": c.label or component_label_text(c, "en") or c.name,
             "kind": c.kind,
             **_bytes_view(c.bytes),
             "formula": c.formula,
@@ -162,7 +164,10 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
             }
             for s in est.suggestions
         ],
-        "assumptions": [{"field": a.field, "value": a.value, "reason": a.reason} for a in est.assumptions],
+        "assumptions": [
+            {"field": a.field, "value": a.value, "reason": a.reason or assumption_text(a, "en")}
+            for a in est.assumptions
+        ],
         "no_effect": [
             {"field": n.field, "value": n.value, "explanation": no_effect_text(n, "en")}
             for n in est.no_effect
@@ -321,8 +326,11 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
                 view |= {"id": resolved.spec.id, "name": resolved.spec.name, "hf_repo": resolved.spec.hf_repo}
                 if resolved.spec.architecture.is_moe:
                     view["active_params_per_token"] = fmt_count(resolved.spec.active_params)
-            if resolved.assumed:
-                view["assumed"] = resolved.assumed
+            if resolved.assumed_code:
+                said = Assumption(
+                    field="model", value=name, code=resolved.assumed_code, values=resolved.assumed_values
+                )
+                view["assumed"] = assumption_text(said, "en")
             return _dumps(view), None, None
 
         return _run("lookup_model", {"name": name}, produce)

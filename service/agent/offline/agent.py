@@ -13,12 +13,12 @@ filled-in scenario is `Answer.estimate.scenario`.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+from service.agent.assumption_text import assumption_text
 from service.agent.base import ConversationState
 from service.agent.events import (
     AgentEvent,
@@ -35,7 +35,6 @@ from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, parse_question
 from service.agent.render import (
-    filled_reason,
     render_answer_lines,
     render_concept_lines,
     render_error,
@@ -49,7 +48,6 @@ from service.agent.summary import summary_text, text_summary
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
-from tools.units import fmt_count
 
 log = logging.getLogger(__name__)
 
@@ -171,13 +169,8 @@ class OfflineAgent:
             return
         for field, why in parsed.filled.items():  # the parser's own defaults are assumptions too
             if field in stated and not any(a.field == field for a in estimate.assumptions):
-                reason = filled_reason(why.code, why.values, "en") or why.code
-                estimate.assumptions.append(
-                    Assumption(
-                        field=field, value=stated[field], reason=reason, code=why.code, values=why.values
-                    )
-                )
-        _code_catalog_assumptions(estimate, stated)
+                said = Assumption(field=field, value=stated[field], code=why.code, values=why.values)
+                estimate.assumptions.append(said.model_copy(update={"reason": assumption_text(said, "en")}))
         yield EstimateEvent(estimate=estimate)
         for chunk in chunk_lines(render_answer_lines(estimate, lang, parsed.asks)):
             text += chunk
@@ -291,43 +284,3 @@ def _scenario_error(err: ScenarioError, lang: Language, stated: dict[str, Any]) 
         suggestions=err.suggestions,
         detail={"error": err.render(), "language": lang, "stated": stated},
     )
-
-
-_BARE_SIZE = re.compile(r"\d+(?:\.\d+)?b")  # the parser's bare-size model label ("7B", "1.5B")
-# tools.catalog.sizes.architecture_for_params's sentence: the shapes it chose
-_BUILT_SHAPE = re.compile(
-    r"(?P<layers>\d+) layers, hidden (?P<hidden>\d+), (?P<heads>\d+) heads \((?P<kv>\d+) KV heads of \d+\), "
-    r"SwiGLU intermediate (?P<inter>\d+), vocabulary (?P<vocab>[\d,]+)"
-)
-
-
-def _code_catalog_assumptions(estimate: Estimate, stated: dict[str, Any]) -> None:
-    """Give the catalog's free-text assumptions (a GPU alias, a bare size) a code, so every language names them.
-
-    English keeps the catalog's own text (values["note"]); other languages format their template.
-    """
-    for i, a in enumerate(estimate.assumptions):
-        if a.code:
-            continue
-        values: dict[str, object] | None = None
-        if a.field == "gpu" and estimate.gpu.alias_note and a.reason == estimate.gpu.alias_note:
-            code = "gpu_alias"
-            values = {"alias": str(stated.get("gpu", "")).upper(), "card": a.value, "note": a.reason}
-        elif (
-            a.field == "model"
-            and _BARE_SIZE.fullmatch(str(stated.get("model", "")).lower())
-            and (shape := _BUILT_SHAPE.search(a.reason))
-        ):
-            code = "model_built_for_size"
-            values = {"size": stated["model"], "params": fmt_count(estimate.params_total), "note": a.reason}
-            values.update(shape.groupdict())
-        elif a.field == "model" and _BARE_SIZE.fullmatch(str(stated.get("model", "")).lower()):
-            code = "model_from_size"
-            values = {
-                "size": stated["model"],
-                "model": a.value,
-                "params": fmt_count(estimate.params_total),
-                "note": a.reason,
-            }
-        if values is not None:
-            estimate.assumptions[i] = a.model_copy(update={"code": code, "values": values})

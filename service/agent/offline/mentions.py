@@ -26,8 +26,8 @@ SIZE = r"(\d+(?:\.\d+)?)\s*b"
 class FilledReason(BaseModel):
     """Why the parser chose a value itself (an assumption): a stable code and the values its text needs.
 
-    The text is a template `[filled_reason].<code>` in prompts/<lang>/labels.toml, formatted by the
-    renderer in the answer's language.
+    The text is a template `[assumptions].<code>` in prompts/<lang>/assumptions.toml, formatted by
+    service/agent/assumption_text.py in the answer's language.
     """
 
     code: str

@@ -1,0 +1,37 @@
+"""Component labels in words: `prompts/<lang>/components.toml` [labels].<label_code>, filled with the
+component's label values (words for a value from [values] "<name>.<value>", else the value itself)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from service.agent.assumption_text import fill
+from service.agent.prompt_files import load_toml
+from tools.result import Component
+
+
+@lru_cache(maxsize=4)
+def label_tables(language: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(label code -> template, "<name>.<value>" -> words) in `language` (English for any other)."""
+    data = load_toml(language if language in ("en", "zh") else "en", "components.toml")
+    return (
+        {str(k): str(v) for k, v in data.get("labels", {}).items()},
+        {str(k): str(v) for k, v in data.get("values", {}).items()},
+    )
+
+
+def label_text(code: str, values: dict[str, Any], language: str) -> str | None:
+    """The label `code` with `values` in `language`, or None when no language has a template for it."""
+    templates, words = label_tables(language)
+    template = templates.get(code) or label_tables("en")[0].get(code)
+    if template is None:
+        return None
+    return fill(template, {k: words.get(f"{k}.{v}", v) for k, v in values.items()})
+
+
+def component_label_text(component: Component, language: str) -> str | None:
+    """What `component` holds, in `language` (None when it carries no label code)."""
+    if not component.label_code:
+        return None
+    return label_text(component.label_code, component.label_values, language)

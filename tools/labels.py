@@ -1,0 +1,60 @@
+"""Component labels as data: a code (and values) naming what a component holds, said by the channels.
+
+`Component.label_code` names the label, `Component.label_values` fill it; the words are in
+`prompts/<lang>/components.toml` (service/agent/component_text.py; the English one also fills
+`Component.label` in the JSON users see). `LABEL_CODES` lists every code the estimator can emit with the
+values its template may use; tests/test_component_labels.py checks each has a template in every language.
+"""
+
+from __future__ import annotations
+
+# code -> the values its templates may use
+LABEL_CODES: dict[str, tuple[str, ...]] = {
+    # weights (tools/components/weights.py)
+    "weights.bits": ("bits",),
+    "weights.format": ("format",),
+    "weights.gguf": ("file_type", "base", "base_bpw", "mix"),
+    "weights.exl2": ("bpw",),
+    "weights.frozen_base": ("format",),
+    "weights.offloaded": ("format",),
+    "quant_metadata": (),
+    # gradients and optimizer (tools/components/gradients.py, optimizer.py, savers.py)
+    "gradients.bits": ("bits",),
+    "gradients.in_backward": (),
+    "fp32_gradient_buffer": (),
+    "master_weights": (),
+    "optimizer_states": ("optimizer",),
+    "optimizer_step_temporaries": (),
+    "optimizer_step_temporaries.fp16_optimizer": (),
+    "autocast_weight_copies": (),
+    "dequant_workspace": (),
+    "zero3_gathered_params": (),
+    "end_of_backward_temporaries": (),
+    # activations and logits (tools/components/activations.py, logits.py, savers.py)
+    "activations.kind": ("recompute", "kernel"),
+    "activations.offloaded": ("recompute", "kernel"),
+    "forward_transient": (),
+    "logits.training": (),
+    "logits.chunked": (),
+    "logits.fused_linear": (),
+    "logits.sampling": (),
+    "logits.all_positions": (),
+    "logits.logps": ("scored",),
+    "kv_cache": (),
+    # runtime overhead (tools/overhead.py)
+    "cuda_context": (),
+    "allocator_slack": (),
+    "nccl_buffers": (),
+    # serving engines (tools/serving.py)
+    "weights.engine": (),
+    "weights.gguf_layers": (),
+    "activations.profile_run": ("step",),
+    "activations.prefill_chunk": ("step",),
+    "kv_cache.vllm_pool": (),
+    "kv_cache.sglang_pool": (),
+    "kv_cache.gguf": ("n_ctx",),
+    "cuda_graphs": (),
+    "compute_buffer": (),
+    # RL (tools/rl.py)
+    "vllm_reservation": (),
+}
