@@ -68,6 +68,7 @@ MAX_STATE_TURNS = 20  # turns of history an agent gets with a follow-up
 MAX_STATES_PER_READ = 500
 READ_GATHER_S = 0.05  # longest a grouped read waits for a burst of follow-ups to finish arriving
 READ_QUIET_S = 0.005  # no new read for this long: the burst has arrived
+CHECKPOINT_EVERY_COMMITS = 64  # direct commits between WAL checkpoints (run off the loop)
 DIRECT_READ_SLICE = 100  # ids per direct SQLite read on the loop (~5 ms CPU for 2-turn conversations)
 MAX_ID_CHARS = 200  # conversations.id is VARCHAR(200): longer ids cannot exist
 # pool per replica: writer + reader + readiness pings + GET/DELETE; replicas x (size + overflow) must stay
@@ -341,6 +342,9 @@ class _DirectSqliteWriter:
         self._conn.execute("PRAGMA busy_timeout=0")  # never wait for a lock on the serving loop
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA synchronous=NORMAL")  # as the engine's connections (WAL is set by them)
+        # no checkpoint inside a commit on the loop (copying the WAL into the file and syncing it took 10-100 ms
+        # on this box): the store runs them through the async engine every CHECKPOINT_EVERY_COMMITS commits
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")
 
     @classmethod
     def for_url(cls, url: str) -> _DirectSqliteWriter | None:
@@ -522,6 +526,9 @@ class ConversationStore:
         self._reader: asyncio.Task[None] | None = None
         self._direct: _DirectSqliteReader | None = None
         self._direct_writer: _DirectSqliteWriter | None = None
+        self._direct_commits = 0  # since the last checkpoint
+        self._checkpointing: asyncio.Task[None] | None = None
+        self.checkpoints = 0  # WAL checkpoints run for the direct writer (diagnostics, tests)
 
     async def open(self) -> None:
         self._engine = engine_for(self.database_url)
@@ -570,6 +577,9 @@ class ConversationStore:
         if self._direct_writer is not None:
             self._direct_writer.close()
         self._direct_writer = None
+        if self._checkpointing is not None:
+            await asyncio.gather(self._checkpointing, return_exceptions=True)
+        self._checkpointing = None
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None
@@ -949,6 +959,27 @@ class ConversationStore:
                 await asyncio.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
 
+    def _committed_directly(self) -> None:
+        """Every CHECKPOINT_EVERY_COMMITS direct commits, a WAL checkpoint through the async engine: its thread
+        copies the WAL into the database file and restarts the WAL (RESTART: a PASSIVE one never caught up
+        with a writer that keeps committing, and the WAL grew without end). Meanwhile the direct writer finds
+        the file locked and that group goes through the engine, which waits off the loop."""
+        self._direct_commits += 1
+        if self._direct_commits < CHECKPOINT_EVERY_COMMITS:
+            return
+        if self._checkpointing is not None and not self._checkpointing.done():
+            return
+        self._direct_commits = 0
+        self._checkpointing = asyncio.create_task(self._checkpoint(), name="conversation-wal-checkpoint")
+
+    async def _checkpoint(self) -> None:
+        try:
+            async with self._connect() as conn:
+                await conn.exec_driver_sql("PRAGMA wal_checkpoint(RESTART)")
+            self.checkpoints += 1
+        except Exception:
+            log.warning("WAL checkpoint of the conversation store failed", exc_info=True)
+
     async def _commit_finishes(self, turns: list[_PendingTurn]) -> list[int | None]:
         """One transaction: the conversations' rows locked (id order, as every writer does, so no deadlock),
         the turns' answers and statuses, then each conversation's time, and its language and scenario from
@@ -962,6 +993,7 @@ class ConversationStore:
         if self._direct_writer is not None:
             try:
                 self._direct_writer.commit_finishes(final, cut)
+                self._committed_directly()
                 return [None] * len(turns)
             except sqlite3.Error as exc:  # locked by another connection, or a refused value: the engine says
                 log.info("direct write of %d turn(s) refused (%s); using the async engine", len(turns), exc)
@@ -1069,9 +1101,11 @@ class ConversationStore:
         ids = sorted(latest)  # every replica locks conversation rows in the same order: no deadlock
         if self._direct_writer is not None:
             try:
-                return self._direct_writer.commit_turns(
+                ids_given = self._direct_writer.commit_turns(
                     turns, [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids]
                 )
+                self._committed_directly()
+                return ids_given
             except sqlite3.Error as exc:  # locked by another connection, or a refused value: the engine says
                 log.info("direct write of %d turn(s) refused (%s); using the async engine", len(turns), exc)
         async with self._engine.begin() as conn:

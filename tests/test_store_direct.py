@@ -127,3 +127,29 @@ async def test_a_locked_database_is_written_through_the_engine(
     finally:
         other.close()
         await store.close()
+
+
+async def test_the_wal_is_checkpointed_off_the_loop(tmp_path: Path) -> None:
+    """The direct writer never checkpoints inside a commit on the loop (wal_autocheckpoint=0); the store runs a
+    checkpoint (RESTART) through the async engine every CHECKPOINT_EVERY_COMMITS commits, so the WAL file stays
+    small however much is written."""
+    path = tmp_path / "wal.sqlite3"
+    store = ConversationStore(f"sqlite+aiosqlite:///{path}")
+    await store.open()
+    try:
+        answer = "x" * 20_000
+        for i in range(4 * store_module.CHECKPOINT_EVERY_COMMITS):  # one commit each: 5 MB of answers
+            await store.append_turn(f"c{i}", "q", Answer(question="q", language="en", answer=answer))
+            await asyncio.sleep(0)  # a checkpoint task may run
+        for _ in range(100):
+            if store.checkpoints >= 3:
+                break
+            await asyncio.sleep(0.02)
+        assert store.checkpoints >= 3
+        wal = path.with_name(path.name + "-wal")
+        # ~64 commits (~2.7 MB of WAL frames) between checkpoints; never checkpointed it grew to 10.6 MB
+        assert wal.stat().st_size < 6 * 2**20
+        state = await store.load_state(f"c{4 * store_module.CHECKPOINT_EVERY_COMMITS - 1}")
+        assert state is not None and state.turns[1].content == answer
+    finally:
+        await store.close()
