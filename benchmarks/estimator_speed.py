@@ -8,7 +8,8 @@
 Besides wall times, every in-process figure is printed as CPU time (this thread) and as a ratio to a
 fixed pure-Python workload timed in the same run (`benchmarks/workload.py`), so figures compare
 across machines and across moments of a shared one; the planner's searches also in units of one
-estimate (the median CPU time of the line "one estimate").
+estimate (the median CPU time of the line "one estimate"), and again "at the same moment": rounds of
+100 single estimates then 6 searches of each kind, the median over rounds of each round's ratio.
 
 Run: `python benchmarks/estimator_speed.py [--runs N] [--cli-runs N]`
 """
@@ -105,11 +106,26 @@ def _units_line(name: str, cpu: list[float], unit_cpu: list[float], target: floa
     return f"  {name:<32} = {n:6.1f} estimates' worth of CPU time (target <= {target:g})   {verdict}"
 
 
+def _same_moment_units(one, searches: dict[str, object], rounds: int) -> dict[str, list[float]]:
+    """Per round, 100 single estimates then 6 of each search, each search's median CPU over the round's
+    one-estimate median: the unit timed next to what it measures (a shared box's load moves both alike)."""
+    from tools.estimator import estimate
+    from tools.planner import plan
+
+    out: dict[str, list[float]] = {name: [] for name in searches}
+    for _ in range(rounds):
+        unit = statistics.median(_timed(lambda: estimate(one, plan=False), 100)[1])
+        for name, base in searches.items():
+            out[name].append(statistics.median(_timed(lambda b=base: plan(b), 6)[1]) / unit)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=500, help="in-process estimate runs")
     ap.add_argument("--plan-runs", type=int, default=30, help="full planner searches")
     ap.add_argument("--cli-runs", type=int, default=7, help="`vramwise estimate` subprocess runs")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the same-moment estimates' worth")
     args = ap.parse_args(argv)
 
     from tools.estimator import estimate
@@ -130,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     rl = estimate(Scenario.model_validate(PLAN_RL), plan=False)
     rl_evaluated = plan(rl).evaluated
     rl_wall, rl_cpu = _timed(lambda: plan(rl), args.plan_runs)
+    same_moment = _same_moment_units(one, {"planner search": base, "planner search, PPO": rl}, args.rounds)
     ref_after = time_workload()
     # the workload timed before and after the in-process figures; the median of both halves is the unit
     ref = WorkloadTime(
@@ -143,6 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("estimate() incl. planner", full_wall, TARGET_PLAN_MS, full_cpu, ref))
     print(_line(f"planner search, PPO ({rl_evaluated} cand.)", rl_wall, TARGET_PLAN_MS, rl_cpu, ref))
     print(_units_line("planner search, PPO", rl_cpu, one_cpu, TARGET_PLAN_RL_ESTIMATES))
+    for name, target in (
+        ("planner search", TARGET_PLAN_ESTIMATES),
+        ("planner search, PPO", TARGET_PLAN_RL_ESTIMATES),
+    ):
+        xs = same_moment[name]
+        verdict = "OK" if statistics.median(xs) <= target else "MORE THAN TARGET"
+        print(
+            f"  {name + ', same moment':<32} = {statistics.median(xs):6.1f} estimates' worth, median of "
+            f"{len(xs)} rounds ({min(xs):.1f}-{max(xs):.1f}; target <= {target:g})   {verdict}"
+        )
 
     exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from tools.catalog import get_model
 from tools.estimator import estimate
-from tools.gguf import BLOCKS
 from tools.result import Estimate
+from tools.rules.gguf import BLOCKS
 from tools.scenario import Scenario
 
 MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistral-nemo-12b"]

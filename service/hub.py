@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
 
@@ -328,6 +326,11 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
 
 def fetch_hub_model(repo_id: str, settings: HubSettings | None = None) -> HubModel:
     """The repo's architecture and counts, within `settings.timeout_s`; ScenarioError naming the setting otherwise."""
+    # imported here, not at module level: every estimate passes through this module (estimate_any_model)
+    # and only a Hub look-up needs the thread pool (concurrent.futures also loads logging)
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     s = settings or HubSettings.from_env()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub")
     try:

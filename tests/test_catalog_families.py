@@ -102,7 +102,7 @@ def test_olmo_norms_have_no_parameters() -> None:
     assert not arch.parametric_norms
     assert arch.model_copy(update={"parametric_norms": True}) != arch
     # with weights on its 65 LayerNorms OLMo-7B would hold 65 x 4096 more parameters
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     with_weights = count_params(arch.model_copy(update={"parametric_norms": True})).total
     assert with_weights - get_model("olmo-7b").params == 65 * 4096

@@ -14,8 +14,8 @@ import pytest
 from service.agent.render import note_text
 from tools.catalog import get_model
 from tools.estimator import estimate
-from tools.gguf import BLOCKS
 from tools.result import Estimate
+from tools.rules.gguf import BLOCKS
 from tools.scenario import Scenario
 
 MiB, GiB = 2**20, 2**30

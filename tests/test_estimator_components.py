@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tools.activations import final_norm_bytes, stage_activations
-from tools.architecture import Architecture, LinearShape
 from tools.estimator import estimate
-from tools.lora import freeze_trainable, lora_trainable
-from tools.optimizers import OPTIMIZERS, TrainableSpec
-from tools.precision import RECIPES
-from tools.quant import Bnb4bitFormat, BnbInt8Format, GroupwiseIntFormat, weight_format
+from tools.model.architecture import Architecture, LinearShape
+from tools.model.lora import freeze_trainable, lora_trainable
 from tools.resolve import resolve
+from tools.rules.activations import final_norm_bytes, stage_activations
+from tools.rules.optimizers import OPTIMIZERS, TrainableSpec
+from tools.rules.precision import RECIPES
+from tools.rules.quant import Bnb4bitFormat, BnbInt8Format, GroupwiseIntFormat, weight_format
 from tools.scenario import Scenario
 from tools.units import GiB, fmt_gib
 
@@ -210,7 +210,7 @@ def test_llama_block_saves_more_than_korthikanti_34() -> None:
 
 
 def test_lora_saves_only_what_its_targets_need() -> None:
-    from tools.activations import SaveMask
+    from tools.rules.activations import SaveMask
 
     arch = resolve(Scenario(model="llama-2-7b")).model.arch
     s, h = 2048, 4096
@@ -301,7 +301,7 @@ def test_amp_autocast_copies_two_bytes_per_matmul_weight() -> None:
 
 
 def test_sliding_window_caps_kv() -> None:
-    from tools.kv_cache import kv_bytes, kv_specs
+    from tools.rules.kv_cache import kv_bytes, kv_specs
 
     arch = resolve(Scenario(model="mistral-7b-v0.1")).model.arch
     specs = kv_specs(arch, dtype_bytes=2)

@@ -6,8 +6,8 @@ import pytest
 
 from tools.estimator import estimate
 from tools.footprint import model_footprint
-from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.resolve import resolve
+from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.scenario import Scenario
 from tools.units import GB, GiB, MiB
 
@@ -267,7 +267,7 @@ def test_deepseek_v3_mla_kv_per_token() -> None:
 
 def test_serving_capacity_is_reserved_minus_weights_profile_run_and_context() -> None:
     from tools import calibration as cal
-    from tools.activations import inference_transient
+    from tools.rules.activations import inference_transient
 
     e = est(model="llama-2-7b", task="inference", gpu="a100-80gb", seq_len=4096, gpu_memory_utilization=0.9)
     rs = resolve(e.scenario)

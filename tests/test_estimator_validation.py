@@ -41,7 +41,7 @@ def test_tp_larger_than_kv_heads_replicates_with_a_note() -> None:
 
 
 def test_tp_neither_divisor_nor_multiple_of_kv_heads() -> None:
-    from tools.architecture import Architecture
+    from tools.model.architecture import Architecture
 
     arch = Architecture(
         hidden_size=1536,

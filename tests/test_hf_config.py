@@ -13,7 +13,7 @@ import pytest
 
 from tools.catalog import architecture_from_hf_config, get_model
 from tools.errors import ScenarioError
-from tools.params import count_params
+from tools.model.params import count_params
 
 LLAMA2_7B = {
     "architectures": ["LlamaForCausalLM"],

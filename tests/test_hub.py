@@ -100,7 +100,7 @@ def test_architecture_and_exact_count_from_the_hub(hub: FakeHub, tmp_path: Path)
     assert model.params_by_dtype == {"BF16": QWEN_05B_PARAMS}
     assert model.stored_dtype == "bf16" and model.revision and not model.from_cache
     # the architecture's own count agrees with the checkpoint's headers to the parameter
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     assert count_params(model.architecture).total == QWEN_05B_PARAMS
     # the files landed in the HF_HOME cache
@@ -136,7 +136,7 @@ def test_gated_repo_needs_a_token(hub: FakeHub, tmp_path: Path) -> None:
         fetch_hub_model("acme/nemo-gated", _settings(hub, tmp_path))
     assert err.value.code == "hub_gated" and "HF_TOKEN" in err.value.message
     model = fetch_hub_model("acme/nemo-gated", _settings(hub, tmp_path, HF_TOKEN="hf_test_token"))
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     assert count_params(model.architecture).total == 12_247_782_400  # Mistral-Nemo-Base-2407
 

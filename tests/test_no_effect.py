@@ -112,7 +112,7 @@ def test_estimate_explains_and_ignores_them() -> None:
     ]
 
 
-# ---- gradient accumulation: the number of steps never matters, 1 -> >1 can (tools.phases) ---------------
+# ---- gradient accumulation: the number of steps never matters, 1 -> >1 can (tools.rules.phases) ---------------
 # Qwen2.5-1.5B full fine-tuning under HF Trainer (amp: fp32 weights + bf16 autocast, no DeepSpeed), one
 # A100 80GB, micro-batch 4 x 2048, gradient checkpointing. P = 1,543,714,304 (tied embeddings), fp32
 # gradients: 1,543,714,304 x 4 B = 6,174,857,216 B = 5.75 GiB.

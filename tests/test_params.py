@@ -1,12 +1,12 @@
-"""Exact parameter counts (tools.params.count_params) against hand-checked and published figures."""
+"""Exact parameter counts (tools.model.params.count_params) against hand-checked and published figures."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.architecture import Architecture, param_breakdown
 from tools.catalog import get_model
-from tools.params import count_params
+from tools.model.architecture import Architecture, param_breakdown
+from tools.model.params import count_params
 
 LLAMA2_7B = Architecture(
     hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, intermediate_size=11008, vocab_size=32000

@@ -321,3 +321,33 @@ def test_fewer_gpus_are_phrased_as_more_than_needed_in_both_languages() -> None:
     assert "1. a single GPU is enough (you asked for 8): **16.26 GiB** per GPU on 1 GPU, fits." in en
     zh = answer_text("用8张A100部署 Llama-2-7B 推理")
     assert "1 张卡就够了（你问的是 8 张）" in zh
+
+
+def test_a_job_that_fits_with_a_stated_layout_gets_its_own_count_as_min_gpus() -> None:
+    """A job that fits as stated needs at most its own GPU count: the fewest-GPUs search probes no larger
+    count, where a stated TP/PP may have no layout at all (GPT-2 medium, 24 layers, TP=1 stated: 32 GPUs
+    would need PP=32). It used to climb past every count and say min_gpus None for a job that fits."""
+    est = estimate(
+        Scenario(
+            model="gpt2-medium", task="inference", gpu="4090", num_gpus=1, tp=1, batch_size=2, seq_len=4096
+        )
+    )
+    assert est.fits and est.min_gpus == 1 and est.min_gpus_changes == {}
+    # Llama-2-70B served with TP=8 on eight 4090s: fits, and needs the eight
+    big = estimate(
+        Scenario(
+            model="llama-2-70b",
+            task="inference",
+            gpu="4090",
+            num_gpus=8,
+            tp=8,
+            pp=1,
+            batch_size=4,
+            seq_len=4096,
+        )
+    )
+    assert big.fits and big.min_gpus == 8 and big.min_gpus_changes == {}
+    # a fitting 1-GPU job costs the search no estimate at all
+    assert (
+        plan(estimate(Scenario(model="llama-2-7b", task="lora", gpu="a100-80gb"), plan=False)).evaluated == 0
+    )

@@ -8,8 +8,17 @@ from pydantic import ValidationError
 from service.agent.render import component_label
 from tools.catalog.models import get_model
 from tools.estimator import estimate
-from tools.gguf import BLOCKS, FILE_TYPES, GgufFormat, bpw, exl2_bits, gguf_file_type, row_bytes, tensor_type
-from tools.params import count_params
+from tools.model.params import count_params
+from tools.rules.gguf import (
+    BLOCKS,
+    FILE_TYPES,
+    GgufFormat,
+    bpw,
+    exl2_bits,
+    gguf_file_type,
+    row_bytes,
+    tensor_type,
+)
 from tools.scenario import WEIGHT_DTYPES, Scenario
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from tools.catalog.models import find_model
 from tools.estimator import estimate
-from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.result import Estimate
+from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.scenario import Scenario
 from tools.units import GiB
 

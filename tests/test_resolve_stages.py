@@ -9,7 +9,6 @@ import pytest
 from service.agent.assumption_text import assumption_text
 from tools.errors import ScenarioError
 from tools.notes import note
-from tools.parallel import tp_fits_heads
 from tools.planner import _tp_for
 from tools.resolution.defaults import Filled
 from tools.resolution.kernels import attention_kernel, recompute_strategy
@@ -19,6 +18,7 @@ from tools.resolution.numerics import training_rules, weight_storage
 from tools.resolution.serving import kv_dtype_bytes, memory_reservation
 from tools.resolution.sizes import sizes
 from tools.resolution.task import choose_task, trainable_set
+from tools.rules.parallel import tp_fits_heads
 from tools.scenario import Scenario
 
 P_7B = 6_738_415_616  # llama-2-7b: HF config, 32 layers x 202,383,360 + 2 x 32000 x 4096 + 4096
@@ -176,7 +176,7 @@ def test_trainable_set() -> None:
 
 
 def test_recompute_and_attention_kernel() -> None:
-    from tools.precision import RECIPES
+    from tools.rules.precision import RECIPES
 
     f = Filled()
     assert recompute_strategy(Scenario(model="m"), "qlora", f) == "full" and filled_fields(f) == {

@@ -10,7 +10,6 @@ from tests.answer_support import answer_text
 from tools.catalog.models import find_model
 from tools.estimator import estimate
 from tools.footprint import ModelFootprint
-from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.resolve import resolve
 from tools.rl import (
     GRPO_DEFAULT_NUM_GENERATIONS,
@@ -18,6 +17,7 @@ from tools.rl import (
     TRL_LOGPS_NOGRAD_BYTES,
     rl_footprint,
 )
+from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.scenario import Scenario
 from tools.units import GiB, fmt_gib
 

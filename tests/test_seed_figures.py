@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import pytest
 
-from tools.architecture import Architecture
 from tools.catalog.models import find_model
 from tools.estimator import estimate
-from tools.kv_cache import kv_bytes_per_token, kv_specs
+from tools.model.architecture import Architecture
 from tools.result import Estimate
+from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.scenario import Scenario
 from tools.units import GB, GiB, MiB
 

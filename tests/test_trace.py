@@ -14,7 +14,7 @@ pytest.importorskip("peft")
 
 import torch
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 from tools.trace.request import plan_from_scenario
 from tools.trace.steps import TraceRequest, trace
 from tools.trace.tracker import MemoryTracker, block_bytes

@@ -13,7 +13,7 @@ pytest.importorskip("peft")
 import torch
 import torch.nn.functional as F
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 from tools.trace.savers import MasterWeightStep, chunked_ce_loss, fused_linear_ce_loss
 from tools.trace.steps import TraceRequest, trace
 from tools.trace.tracker import MemoryTracker

@@ -9,16 +9,18 @@ Public API (import from the submodules; this package imports nothing heavy):
 - tools.errors.ScenarioError         -- the only exception for bad input
 
 Layout, bottom to top:
-- edges: scenario.py (input), result.py (output), errors.py, units.py
-- the model: architecture.py, params.py (exact parameter counts), lora.py (trainable sets), catalog/
-- rules, one frozen class per kind: precision.py (recipes), quant.py + gguf.py (weight formats),
-  optimizers.py, parallel.py (layout, stages), phases.py (gradient lifetime, peak), kv_cache.py,
-  activations.py, logits.py, overhead.py; calibration.py holds every measured constant with its source
+- edges: scenario.py (input), result.py (output), errors.py, units.py; notes.py, assumptions.py and
+  labels.py: the codes (+ values) of notes, assumptions and component labels, whose words are prompts/'s
+- model/: architecture.py, params.py (exact parameter counts), lora.py (trainable sets); catalog/ (models, GPUs)
+- rules/: one frozen class per kind of rule (precision recipes, weight formats incl. GGUF, optimizers,
+  parallel layout, phases and the peak, KV cache, activations, logits, runtime overhead);
+  calibration.py holds every measured constant with its source
 - resolve.py: Scenario -> ResolvedScenario, its stages in resolution/ (model, task, layout, sizes,
   numerics, kernels, serving, checks)
 - components/: one module per memory component family (weights, gradients, optimizer, activations,
   logits, KV cache, ZeRO-3 gathering, offload ...), composed in step order by footprint.py
 - estimator.py: resolve -> footprint -> peak -> overhead -> verdict; on top of it rl.py (PPO/GRPO/DPO
-  composed from footprints), serving.py (vLLM-style capacity), no_effect.py, planner.py, accuracy.py
+  composed from footprints), serving.py (vLLM, SGLang, llama.cpp and ollama memory models), no_effect.py,
+  planner.py (call_memo.py: one RL estimate's shared footprints), accuracy.py
 - trace/: the tracer that measures the real model on fake tensors (optional torch)
 """

@@ -1,6 +1,6 @@
 """Every per-implementation constant of the estimator, in one place, with its provenance.
 
-The formulas (tools/activations.py, logits.py, overhead.py, ...) are structural; the numbers
+The formulas (tools/rules/activations.py, logits.py, overhead.py, ...) are structural; the numbers
 here are what a given implementation (HF transformers modeling_llama.py, PyTorch's AdamW,
 the CUDA driver, NCCL) actually allocates. Calibration against traced truth (benchmarks/accuracy,
 issue "accuracy") may change the VALUES and the provenance comments; names are an interface.

@@ -5,9 +5,9 @@
 1. `tools.resolve.resolve`: validate, fill defaults (each recorded as an Assumption), pick the rules.
 2. Per-model footprint by phase (`tools.footprint.model_footprint`; RL tasks: `tools.rl.rl_footprint(rs)`,
    which composes actor/critic/reference/reward footprints and returns a ModelFootprint).
-3. Peak = the phase with most live tensor bytes (`tools.phases.peak_of`); its components are what is
+3. Peak = the phase with most live tensor bytes (`tools.rules.phases.peak_of`); its components are what is
    resident then and sum to `per_gpu.tensor_peak_bytes`.
-4. Runtime overhead (`tools.overhead`): CUDA context, allocator slack, NCCL buffers; tensor + overhead
+4. Runtime overhead (`tools.rules.overhead`): CUDA context, allocator slack, NCCL buffers; tensor + overhead
    components sum to `per_gpu.total_bytes`.
 5. Verdict: fits when total <= (1 - safety_margin) x card memory; headroom = that budget - total.
 6. Inference: vLLM-style serving capacity (`tools.serving`). Then stated settings that do not change
@@ -17,22 +17,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
-from tools.activations import inference_transient
 from tools.assumptions import assumption
 from tools.components.savers import saver_assumptions
 from tools.footprint import ModelFootprint, model_footprint
-from tools.gguf import GGUF_DTYPES, output_type, row_bytes
-from tools.kv_cache import kv_bytes_per_token, kv_specs
 from tools.no_effect import no_effect_notes
-from tools.overhead import overhead_bytes, overhead_components
-from tools.phases import peak_of
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
+from tools.rules.activations import inference_transient
+from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
+from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
+from tools.rules.overhead import overhead_bytes, overhead_components
+from tools.rules.phases import peak_of
 from tools.scenario import Scenario
-from tools.serving import EngineInputs
+
+if TYPE_CHECKING:  # imported where used: a training estimate never loads the serving engines' models
+    from tools.serving import EngineInputs
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
@@ -88,7 +91,7 @@ class Fit:
 def fit_of(scenario: Scenario) -> Fit:
     """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
-    tensor bytes), overhead as a sum (tools.overhead.overhead_bytes)."""
+    tensor bytes), overhead as a sum (tools.rules.overhead.overhead_bytes)."""
     rs = resolve(scenario)
     if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
         # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)

@@ -18,15 +18,15 @@ Public API (tools/rl.py composes PPO/GRPO/DPO from it):
   * "forward": phase `forward`: a frozen no-grad forward over batch x seq (reference / reward scoring):
     weights, forward transient and, with `all_position_logits`, the fp32 log-probs of every position.
   Default: "train" for training tasks, "generate" for inference.
-- `trainable` (TrainableSpec, tools.optimizers) and `adapters` (True: LoRA-style, the frozen base is
+- `trainable` (TrainableSpec, tools.rules.optimizers) and `adapters` (True: LoRA-style, the frozen base is
   stored in `weight_format`, adapters in the recipe's bytes; False: every weight in the recipe's bytes).
   Default: the scenario's (`rs.trainable`, `rs.adapters`); for another model in "train" mode: full.
-- `weight_format`: a tools.quant format for the frozen/inference weights; default `rs.weight_format`.
+- `weight_format`: a tools.rules.quant format for the frozen/inference weights; default `rs.weight_format`.
 
 ModelFootprint: `phases` (names in step order), `parts` (PhasedComponent: bytes/formula/substituted
 per phase), `gpu_role`, `notes`; `.bytes_at(phase)`, `.components_at(phase) -> list[Component]`,
 `.peak_phase()`. Every part is a tensor (kind="tensor"); runtime overhead is added by the estimator
-(tools/overhead.py) once per GPU, never per model. With PP the stage with the largest peak is returned.
+(tools/rules/overhead.py) once per GPU, never per model. With PP the stage with the largest peak is returned.
 
 Each component family answers for itself, in tools/components/ (one module each: weights,
 gradients, optimizer (master weights, states, step temporaries), autocast copies, ZeRO-3 gathered
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.activations import inference_transient
 from tools.components import activations, logits
 from tools.components.autocast import autocast_copies
 from tools.components.dequant import generation_dequant_workspace, training_dequant_workspace
@@ -65,8 +64,9 @@ from tools.components.step import ModelStep, TrainStep
 from tools.components.weights import stored_weights, training_weights
 from tools.components.zero3 import zero3_gathered
 from tools.notes import Note
-from tools.optimizers import TrainableSpec
-from tools.quant import WeightFormat
+from tools.rules.activations import inference_transient
+from tools.rules.optimizers import TrainableSpec
+from tools.rules.quant import WeightFormat
 
 if TYPE_CHECKING:
     from tools.resolve import ModelRef, ResolvedScenario

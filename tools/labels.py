@@ -41,7 +41,7 @@ LABEL_CODES: dict[str, tuple[str, ...]] = {
     "logits.all_positions": (),
     "logits.logps": ("scored",),
     "kv_cache": (),
-    # runtime overhead (tools/overhead.py)
+    # runtime overhead (tools/rules/overhead.py)
     "cuda_context": (),
     "allocator_slack": (),
     "nccl_buffers": (),

@@ -10,7 +10,7 @@ Why these have no effect (or only the stated small one):
 - gradient_accumulation_steps: activations are freed after each micro-batch's backward, so the NUMBER of
   steps never scales memory. Going from 1 to > 1 can: HF Trainer without ZeRO/Megatron frees gradients
   after each step (zero_grad(set_to_none=True)) and keeps .grad between micro-batches when accumulating
-  (tools.phases.gradient_lifetime), so the peak can gain up to P_trainable x grad bytes. The note states
+  (tools.rules.phases.gradient_lifetime), so the peak can gain up to P_trainable x grad bytes. The note states
   the tool's own figures for 1 step vs the stated value (GradAccumRule).
 - global_batch_size = micro-batch x accumulation x DP: only the micro-batch is on one GPU at once.
 - lora_dropout: PEFT uses nn.Identity for p = 0 (peft/tuners/lora/layer.py update_layer); p > 0
@@ -47,6 +47,8 @@ def _data_parallel_size(s: Scenario) -> int:
 
 @dataclass(frozen=True)
 class Explanation:
+    """Why a stated setting leaves the peak unchanged: a template key and its values."""
+
     template_key: str
     variables: dict[str, Any]
 
@@ -80,8 +82,8 @@ def _peak_of_scenario(s: Scenario) -> tuple[int, int, int, bool]:
     so calling estimate() here would recurse. tests/test_no_effect.py checks these against estimate().
     """
     from tools.estimator import peak_for
-    from tools.phases import gradient_lifetime
     from tools.resolve import resolve
+    from tools.rules.phases import gradient_lifetime
 
     rs = resolve(s)
     pk = peak_for(rs)
@@ -127,7 +129,7 @@ class GradAccumRule:
 
     The number of steps beyond 1 never matters (activations are freed per micro-batch); 1 -> > 1 adds the
     gradients to the forward/backward peak only where the framework frees them after each step
-    (HF Trainer, tools.phases.GradsFromBackward)."""
+    (HF Trainer, tools.rules.phases.GradsFromBackward)."""
 
     field: str = "gradient_accumulation_steps"
 

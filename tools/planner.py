@@ -45,8 +45,8 @@ from pydantic import BaseModel, Field
 
 from tools.errors import ScenarioError
 from tools.estimator import Fit
-from tools.parallel import tp_fits_heads
 from tools.result import Estimate, Suggestion
+from tools.rules.parallel import tp_fits_heads
 from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
@@ -122,6 +122,8 @@ class Move:
 
 @dataclass
 class Candidate:
+    """A stack of moves and the scenario fields they change together."""
+
     moves: tuple[Move, ...]
     changes: dict[str, Any] = field(default_factory=dict)
 
@@ -233,6 +235,8 @@ def _dp(s: Scenario) -> int:
 
 @dataclass(frozen=True)
 class Checkpointing:
+    """Lever: gradient checkpointing (full recompute)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or s.gradient_checkpointing or s.recompute == "full":
             return None
@@ -245,6 +249,8 @@ class Checkpointing:
 
 @dataclass(frozen=True)
 class EightBitOptimizer:
+    """Lever: 8-bit AdamW (bitsandbytes) instead of fp32 states."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or s.optimizer not in (None, "adamw", "paged_adamw"):
             return None
@@ -255,6 +261,8 @@ class EightBitOptimizer:
 
 @dataclass(frozen=True)
 class ZeroStage:
+    """Lever: ZeRO stage `stage` over the data-parallel GPUs."""
+
     stage: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -270,6 +278,8 @@ class ZeroStage:
 
 @dataclass(frozen=True)
 class OffloadOptimizer:
+    """Lever: optimizer states in CPU memory (ZeRO-Offload)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or (s.offload_optimizer or "none") != "none" or _quantized_base(s):
             return None
@@ -284,6 +294,8 @@ class OffloadOptimizer:
 
 @dataclass(frozen=True)
 class OffloadParams:
+    """Lever: parameters and optimizer states in CPU memory (ZeRO-3 Infinity)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or (s.offload_params or "none") != "none" or _quantized_base(s):
             return None
@@ -323,6 +335,8 @@ class SmallerMicroBatch:
 
 @dataclass(frozen=True)
 class UseLora:
+    """Lever: LoRA of rank `rank` on a frozen 16-bit base instead of full fine-tuning."""
+
     rank: int = 16
 
     def move(self, s: Scenario) -> Move | None:
@@ -339,6 +353,8 @@ class UseLora:
 
 @dataclass(frozen=True)
 class UseQlora:
+    """Lever: QLoRA (4-bit NF4 base + LoRA of rank `rank`)."""
+
     rank: int = 16
 
     def move(self, s: Scenario) -> Move | None:
@@ -367,6 +383,8 @@ class UseQlora:
 
 @dataclass(frozen=True)
 class ShorterSequence:
+    """Lever: half the sequence length."""
+
     def move(self, s: Scenario) -> Move | None:
         n = s.seq_len or 0
         if n < 512:
@@ -387,6 +405,8 @@ def megatron_layouts(s: Scenario) -> bool:
 
 @dataclass(frozen=True)
 class TensorParallel:
+    """Lever: tensor parallelism of `size` GPUs."""
+
     size: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -402,6 +422,8 @@ class TensorParallel:
 
 @dataclass(frozen=True)
 class PipelineParallel:
+    """Lever: pipeline parallelism of `size` stages."""
+
     size: int
 
     def move(self, s: Scenario) -> Move | None:
@@ -416,6 +438,8 @@ class PipelineParallel:
 
 @dataclass(frozen=True)
 class KvDtype8:
+    """Lever: an fp8 KV cache (serving)."""
+
     def move(self, s: Scenario) -> Move | None:
         if s.task != "inference" or s.kv_dtype in ("fp8", "int8"):
             return None
@@ -424,6 +448,8 @@ class KvDtype8:
 
 @dataclass(frozen=True)
 class QuantizedWeights:
+    """Lever: weights quantised to `dtype` (fp8, int8 or int4) for inference."""
+
     dtype: str  # fp8, int8 or int4
 
     def move(self, s: Scenario) -> Move | None:
@@ -543,12 +569,16 @@ INFERENCE_LADDER: tuple[Any, ...] = (KvDtype8(), QuantizedWeights("fp8"), Quanti
 
 @dataclass
 class _Search:
+    """One planner search: the base job, the verdicts met so far (cached by changes) and their count."""
+
     base: Estimate
     stated: Scenario
     estimate_fn: Callable[[Scenario], Fit]
     max_gpus: int
     evaluated: int = 0
     cache: dict[str, Fit | None] = field(default_factory=dict)
+    valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
+    validated: dict[tuple[str, str], Any] = field(default_factory=dict)  # field values validated so far
 
     def run(self, changes: dict[str, Any]) -> Fit | None:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
@@ -562,12 +592,25 @@ class _Search:
             return self.cache[key]
         result: Fit | None
         try:
-            result = self.estimate_fn(self.stated.merged(**changes))
+            result = self.estimate_fn(self._checked_merge(changes))
         except (ScenarioError, ValueError):
             result = None
         self.evaluated += 1
         self.cache[key] = result
         return result
+
+    def _checked_merge(self, changes: dict[str, Any]) -> Scenario:
+        """`stated.merged(**changes)`: the stated scenario validated once per search (`valid`), then each
+        candidate validates only its changed fields (Scenario.merged_checked)."""
+        # a ValidationError is a ValueError: what the estimator rejects, as run() expects
+        if self.valid is None:
+            try:
+                self.valid = self.stated.merged()
+            except ValueError:  # not valid as stated: each candidate validated whole (a change may mend it)
+                self.valid = False
+        if self.valid is False:
+            return self.stated.merged(**changes)
+        return self.valid.merged_checked(self.validated, **changes)
 
     def resolved(self, changes: dict[str, Any]) -> Scenario:
         """The base's resolved scenario with `changes`: what levers inspect."""
@@ -653,12 +696,15 @@ def _fit_at(
 
 
 def _min_gpus(
-    search: _Search, extra: dict[str, Any], stated_fields: set[str]
+    search: _Search, extra: dict[str, Any], stated_fields: set[str], fits_as_is: bool = False
 ) -> tuple[int, dict[str, Any], Fit] | None:
     """Fewest GPUs (powers of two up to max_gpus, and the job's own count) that fit with `extra` applied,
-    by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding."""
+    by binary search: per-GPU memory does not grow with more GPUs under ZeRO-3 / TP sharding.
+    `fits_as_is`: the job fits on its own count, so the fewest is at most that many (no larger count is
+    probed: there a stated TP/PP may have no layout at all, which is no verdict on memory)."""
     n0 = search.resolved(extra).num_gpus or 1
-    counts = sorted({1 << k for k in range(search.max_gpus.bit_length()) if 1 << k <= search.max_gpus} | {n0})
+    top = n0 if fits_as_is else search.max_gpus
+    counts = sorted({1 << k for k in range(top.bit_length()) if 1 << k <= top} | {n0})
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
     while lo <= hi:
@@ -766,109 +812,147 @@ def plan(
     """Cheapest `limit` changes that fit (ordered by the module's cost model) and min_gpus.
 
     Candidates are checked with `tools.estimator.fit_of` (the verdict of `estimate(s, plan=False)`);
-    with `estimate_fn` (an Estimate per scenario) they are estimated with it instead.
+    with `estimate_fn` (an Estimate per scenario) they are estimated with it instead. The steps: the
+    fewest GPUs of the job as stated, then (when it does not fit) single levers, ladders and more GPUs
+    with the light levers.
     """
-    from tools.estimator import fit_of
-
-    check: Callable[[Scenario], Fit] = fit_of
-    if estimate_fn is not None:
-        given = estimate_fn
-
-        def check(s: Scenario) -> Fit:
-            return _fit_of_estimate(given(s))
-
-    stated = _stated_scenario(base)
-    stated_fields = {f for f in Scenario.model_fields if getattr(stated, f) is not None}
-    search = _Search(base=base, stated=stated, estimate_fn=check, max_gpus=max_gpus)
-    s = base.scenario
-    n0 = s.num_gpus or 1
-
-    found = _min_gpus(search, {}, stated_fields)
-    min_gpus = found[0] if found else None
+    search = _Search(
+        base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
+    )
+    stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
+    found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
+    kept = _Suggestions(base.scenario, search.stated)
+    _gpu_count_suggestion(kept, base, found)
+    if not base.fits:
+        _single_levers(search, kept)
+        _ladders(search, kept)
+        _more_gpus(search, kept, found, stated_fields, limit)
     min_gpus_changes: dict[str, Any] | None = None
     if found is not None:
-        min_gpus_changes = {} if (base.fits and found[0] == n0) else dict(found[1])
+        min_gpus_changes = {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])
+    return PlanResult(
+        suggestions=[sg for _, sg in _cheapest(kept.scored, limit)],
+        min_gpus=found[0] if found else None,
+        min_gpus_changes=min_gpus_changes,
+        evaluated=search.evaluated,
+    )
 
-    scored: list[tuple[tuple[Any, ...], Suggestion]] = []
 
-    # "without offload" is a constraint of the question: no suggestion brings offload back
-    no_offload = [f for f in ("offload_optimizer", "offload_params") if getattr(stated, f) == "none"]
+def _checker(estimate_fn: Callable[[Scenario], Estimate] | None) -> Callable[[Scenario], Fit]:
+    """How a candidate is checked: `tools.estimator.fit_of`, or the Estimate of `estimate_fn`."""
+    from tools.estimator import fit_of
 
-    def add(text: str, changes: dict[str, Any], est: Fit) -> None:
+    if estimate_fn is None:
+        return fit_of
+    given = estimate_fn
+
+    def check(s: Scenario) -> Fit:
+        return _fit_of_estimate(given(s))
+
+    return check
+
+
+@dataclass
+class _Suggestions:
+    """The fitting candidates found so far, each with its cost key (module docstring, cost model)."""
+
+    base: Scenario  # the resolved job: what fidelity and speed are compared with
+    stated: Scenario
+    scored: list[tuple[tuple[Any, ...], Suggestion]] = field(default_factory=list)
+
+    def add(self, text: str, changes: dict[str, Any], est: Fit) -> None:
+        # "without offload" is a constraint of the question: no suggestion brings offload back
+        no_offload = [f for f in ("offload_optimizer", "offload_params") if getattr(self.stated, f) == "none"]
         if any(changes.get(f) not in (None, "none") for f in no_offload):
             return
+        s = self.base
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
         key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
-        scored.append(
-            (
-                key,
-                Suggestion(
-                    change=text,
-                    scenario_changes=dict(changes),
-                    total_bytes=est.total_bytes,
-                    fits=est.fits,
-                    num_gpus=n,
-                    rationale=(
-                        f"{_gpus(n)}; {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
-                        f"(estimated); {est.total_bytes / 2**30:.1f} GiB per GPU"
-                    ),
-                ),
-            )
+        rationale = (
+            f"{_gpus(n)}; {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
+            f"(estimated); {est.total_bytes / 2**30:.1f} GiB per GPU"
         )
+        sg = Suggestion(
+            change=text,
+            scenario_changes=dict(changes),
+            total_bytes=est.total_bytes,
+            fits=est.fits,
+            num_gpus=n,
+            rationale=rationale,
+        )
+        self.scored.append((key, sg))
 
+
+def _gpu_count_suggestion(
+    kept: _Suggestions, base: Estimate, found: tuple[int, dict[str, Any], Fit] | None
+) -> None:
+    """Fewer GPUs when the job fits as asked on more than it needs; more when it needs more."""
+    n0 = base.scenario.num_gpus or 1
     if found is not None and found[0] < n0 and base.fits:
         # the user asked for more GPUs than the job needs: say so (never when it does not fit as asked)
-        add(
+        kept.add(
             f"{_gpus(found[0])} {'is' if found[0] == 1 else 'are'} enough instead of the {n0} asked for"
             f" ({_layout_text(found[1])})",
             found[1],
             found[2],
         )
     elif found is not None and found[0] > n0:
-        add(f"use {_gpus(found[0])} instead of {n0} ({_layout_text(found[1])})", found[1], found[2])
+        kept.add(f"use {_gpus(found[0])} instead of {n0} ({_layout_text(found[1])})", found[1], found[2])
 
-    if not base.fits:
-        # 1) single levers at the job's GPU count
-        for lever in SINGLE_LEVERS:
-            mv = lever.move(s)
-            if mv is not None:
-                cand = _compose([mv])
-                est = search.run(cand.changes)
-                if est is not None and est.fits:
-                    add(cand.text, cand.changes, est)
-        # 2) ladders under the job's own method, then LoRA and QLoRA; each fitting rung pruned to the
-        #    smallest set of its moves that still fits
-        ladder = INFERENCE_LADDER if s.task == "inference" else MEMORY_LADDER
-        starts: list[tuple[Move, ...]] = [()]
-        if s.task != "inference":
-            starts += [(mv,) for lever in (UseLora(), UseQlora()) if (mv := lever.move(s)) is not None]
-        for start in starts:
-            res = _ladder(search, start, ladder)
-            if res is not None:
-                cand, est = _prune(search, res[0], res[1])
-                add(cand.text, cand.changes, est)
-        # 3) more GPUs with the cheap no-fidelity levers (training) or quantised weights (inference);
-        #    skipped when `limit` suggestions at the job's own GPU count are already kept: a suggestion on
-        #    more GPUs sorts after them (GPUs first in the cost key), so it could never be shown
-        if sum(1 for key, _ in _cheapest(scored, limit) if key[0] <= n0) >= limit:
-            groups: list[tuple[Any, ...]] = []
-        elif s.task != "inference":
-            groups: list[tuple[Any, ...]] = [(Checkpointing(), EightBitOptimizer())]
-            if not megatron_layouts(s):  # no TP/SP to split activations: a smaller micro-batch under ZeRO-3
-                groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
-        else:
-            groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
-        for group in groups:
-            light = [m for lv in group if (m := lv.move(s)) is not None]
-            if not light:
-                continue
-            cand = _compose(light)
-            got = _min_gpus(search, cand.changes, stated_fields)
-            if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
-                add(f"{cand.text} on {_gpus(got[0])} ({_layout_text(got[1])})", got[1], got[2])
 
-    out = [sg for _, sg in _cheapest(scored, limit)]
-    return PlanResult(
-        suggestions=out, min_gpus=min_gpus, min_gpus_changes=min_gpus_changes, evaluated=search.evaluated
-    )
+def _single_levers(search: _Search, kept: _Suggestions) -> None:
+    """Each single lever at the job's GPU count."""
+    for lever in SINGLE_LEVERS:
+        mv = lever.move(kept.base)
+        if mv is not None:
+            cand = _compose([mv])
+            est = search.run(cand.changes)
+            if est is not None and est.fits:
+                kept.add(cand.text, cand.changes, est)
+
+
+def _ladders(search: _Search, kept: _Suggestions) -> None:
+    """The ladder under the job's own method, then under LoRA and QLoRA; each fitting rung pruned to
+    the smallest set of its moves that still fits."""
+    s = kept.base
+    ladder = INFERENCE_LADDER if s.task == "inference" else MEMORY_LADDER
+    starts: list[tuple[Move, ...]] = [()]
+    if s.task != "inference":
+        starts += [(mv,) for lever in (UseLora(), UseQlora()) if (mv := lever.move(s)) is not None]
+    for start in starts:
+        res = _ladder(search, start, ladder)
+        if res is not None:
+            cand, est = _prune(search, res[0], res[1])
+            kept.add(cand.text, cand.changes, est)
+
+
+def _more_gpus(
+    search: _Search,
+    kept: _Suggestions,
+    found: tuple[int, dict[str, Any], Fit] | None,
+    stated_fields: set[str],
+    limit: int,
+) -> None:
+    """More GPUs with the cheap no-fidelity levers (training) or quantised weights (inference); skipped
+    when `limit` suggestions at the job's own GPU count are already kept: a suggestion on more GPUs
+    sorts after them (GPUs first in the cost key), so it could never be shown."""
+    s = kept.base
+    n0 = s.num_gpus or 1
+    groups: list[tuple[Any, ...]]
+    if sum(1 for key, _ in _cheapest(kept.scored, limit) if key[0] <= n0) >= limit:
+        groups = []
+    elif s.task != "inference":
+        groups = [(Checkpointing(), EightBitOptimizer())]
+        if not megatron_layouts(s):  # no TP/SP to split activations: a smaller micro-batch under ZeRO-3
+            groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
+    else:
+        groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
+    for group in groups:
+        light = [m for lv in group if (m := lv.move(s)) is not None]
+        if not light:
+            continue
+        cand = _compose(light)
+        got = _min_gpus(search, cand.changes, stated_fields)
+        if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
+            kept.add(f"{cand.text} on {_gpus(got[0])} ({_layout_text(got[1])})", got[1], got[2])

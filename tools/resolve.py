@@ -41,10 +41,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tools.notes import Note
-from tools.optimizers import OptimizerRule, TrainableSpec
-from tools.parallel import Layout
-from tools.precision import Recipe
-from tools.quant import WeightFormat
 from tools.resolution.defaults import (
     DEFAULT_GPU,
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -60,6 +56,10 @@ from tools.resolution.serving import kv_dtype_bytes, memory_reservation
 from tools.resolution.sizes import sizes
 from tools.resolution.task import PEFT_DEFAULT_TARGETS, choose_task, trainable_set
 from tools.result import Assumption
+from tools.rules.optimizers import OptimizerRule, TrainableSpec
+from tools.rules.parallel import Layout
+from tools.rules.precision import Recipe
+from tools.rules.quant import WeightFormat
 from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 if TYPE_CHECKING:

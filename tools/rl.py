@@ -65,8 +65,9 @@ from dataclasses import replace
 
 from tools import calibration as cal
 from tools.assumptions import assumption
+from tools.call_memo import memo_same_input, memo_scope
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
-from tools.lora import lora_trainable
+from tools.model.lora import lora_trainable
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 from tools.result import Assumption
@@ -102,6 +103,11 @@ PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimi
 )
 STATIC_PARTS = ("weights", "quant_metadata")
 
+# Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
+# per-model footprints are made without one: the reference, reward and critic forwards of one model over
+# the same sequences are one call, made once per estimate (tools.call_memo).
+_model_footprint = memo_same_input(model_footprint)
+
 
 # --------------------------------------------------------------------------------------------------
 # composition helpers
@@ -125,12 +131,12 @@ def _take(
             continue
         if part.name in skip or src_phase not in part.at:
             continue
-        value, formula, subst = part.at[src_phase]
+        entry = part.at[src_phase]
         if divide > 1:
+            value, formula, subst = entry
             value = value // divide
-            formula = f"{formula} / N (ZeRO-3 sharded)"
-            subst = f"({subst}) / {divide} = {value:,} B"
-        if value <= 0:
+            entry = (value, f"{formula} / N (ZeRO-3 sharded)", f"({subst}) / {divide} = {value:,} B")
+        if entry[0] <= 0:
             continue
         name = (rename or {}).get(part.name, part.name)
         out.append(
@@ -139,7 +145,7 @@ def _take(
                 label=part.label,
                 label_values=part.label_values,
                 source=part.source,
-                at={ph: (value, formula, subst) for ph in dst_phases},
+                at=dict.fromkeys(dst_phases, entry),  # the same (bytes, formula, substituted) in each phase
                 model_role=role,
                 note=note or part.note,
             )
@@ -280,9 +286,7 @@ def _frozen(
     """A frozen model: weights resident in `resident_phases` (only `score_phase` when offloaded),
     plus its no-grad forward transient in `score_phase` and the log-probs of `score_positions`
     positions per sequence (0: a reward model's single score, no vocabulary logits)."""
-    fwd = model_footprint(
-        rs, model=model, role=role, mode="forward", batch=batch, seq=seq, all_position_logits=False
-    )
+    fwd = _model_footprint(rs, model=model, mode="forward", batch=batch, seq=seq, all_position_logits=False)
     if score_positions and (fwd.stage is None or fwd.stage.last):
         lp = _logps_part(
             rs,
@@ -337,8 +341,8 @@ def _trained(
     """A trained model: its own peak in `update_phase`, its persistent states in `resident_phases`.
     `logps_positions`: the loss takes TRL's 16-bit log-probs of that many positions per sequence
     instead of the SFT fp32 cross-entropy over every position (0: no vocabulary logits, a value head)."""
-    tr = model_footprint(
-        rs, model=model, role=role, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
+    tr = _model_footprint(
+        rs, model=model, mode="train", batch=batch, seq=seq, trainable=trainable, adapters=adapters
     )
     if logps_positions is not None:
         lp = _logps_part(
@@ -370,9 +374,9 @@ def _actor_rollout(
 ) -> list[PhasedComponent]:
     """The actor generating: KV cache, generation transient and logits; its persistent training state;
     under ZeRO-3 the full weights gathered for generation on top of the shard."""
-    gen = model_footprint(
+    gen = _model_footprint(
         rs,
-        role=role,
+        model=rs.model,
         mode="generate",
         batch=sequences,
         seq=seq,
@@ -421,6 +425,7 @@ def _ppo(
         seq=seq,
         update_phase="actor_update",
         resident_phases=tuple(p for p in phases if p not in ("actor_update", "rollout")),
+        adapters=rs.adapters,  # as the critic's: a critic of the policy's model trains alike (one footprint)
         logps_positions=response,
         what="response tokens",
     )
@@ -445,8 +450,8 @@ def _ppo(
     parts += critic_parts
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
     # critic values over the rollouts: a no-grad forward (its weights are already counted as persistent)
-    critic_fwd = model_footprint(
-        rs, model=critic_ref, role="critic", mode="forward", batch=rollout, seq=seq, all_position_logits=False
+    critic_fwd = _model_footprint(
+        rs, model=critic_ref, mode="forward", batch=rollout, seq=seq, all_position_logits=False
     )
     parts += _take(critic_fwd, "forward", ("score_critic",), role="critic", skip=STATIC_PARTS)
     parts += _reference(rs, rollout, seq, response, phases, "score_reference", offload)
@@ -477,8 +482,8 @@ def _reference(
     only its forward transient, no second set of weights (TRL: ref_model = None for PEFT models).
     Its log-probs cover `positions` positions per sequence, computed under torch.no_grad."""
     if rs.adapters:
-        fwd = model_footprint(
-            rs, role="reference", mode="forward", batch=batch, seq=seq, all_position_logits=False
+        fwd = _model_footprint(
+            rs, model=rs.model, mode="forward", batch=batch, seq=seq, all_position_logits=False
         )
         parts = _take(
             fwd,
@@ -637,13 +642,14 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
     """
     prompt_len, _, rollout, gens = _fill_defaults(rs)
     extra: list[Assumption] = []
-    if rs.task == "ppo":
-        fp = _ppo(rs, prompt_len, rollout, extra)
-    elif rs.task == "grpo":
-        fp = _grpo(rs, prompt_len, rollout, gens, extra)
-    elif rs.task == "dpo":
-        fp = _dpo(rs)
-    else:
-        raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
+    with memo_scope():  # the defaults are filled: `rs` stays as it is while the step is composed
+        if rs.task == "ppo":
+            fp = _ppo(rs, prompt_len, rollout, extra)
+        elif rs.task == "grpo":
+            fp = _grpo(rs, prompt_len, rollout, gens, extra)
+        elif rs.task == "dpo":
+            fp = _dpo(rs)
+        else:
+            raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
     rs.assumptions.extend(extra)
     return replace(fp)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from tools.architecture import Architecture, reject_bool_for_number
+from tools.model.architecture import Architecture, reject_bool_for_number
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal[
@@ -22,7 +22,7 @@ WeightDtype = Literal[
     "int8",
     "int4",
     "nf4",
-    # llama.cpp GGUF file types (tools/gguf.py: per-tensor ggml block mixes)
+    # llama.cpp GGUF file types (tools/rules/gguf.py: per-tensor ggml block mixes)
     "q8_0",
     "q6_k",
     "q5_k_m",
@@ -242,7 +242,7 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:
         """GGUF and EXL2 name their own storage (the resolver takes the method from the dtype)."""
-        from tools.gguf import GGUF_DTYPES
+        from tools.rules.gguf import GGUF_DTYPES
 
         dtype = self.weight_dtype
         if dtype in GGUF_DTYPES or dtype == "exl2":
@@ -266,9 +266,41 @@ class Scenario(BaseModel):
 
     def merged(self, **changes: Any) -> Scenario:
         """A copy with `changes` applied (follow-up questions, planner candidates)."""
-        data = self.model_dump(exclude_none=False)
+        # the fields as they are, not dumped: a nested model (the architecture) is taken as the validated
+        # instance it is (pydantic does not re-validate instances), every other field is validated again
+        data = {name: getattr(self, name) for name in Scenario.model_fields}
         data.update(changes)
         return Scenario.model_validate(data)
+
+    def merged_checked(self, known: dict[tuple[str, str], Any] | None = None, /, **changes: Any) -> Scenario:
+        """`merged(**changes)` of a scenario that is itself valid (validated): only the changed fields are
+        validated, then the scenario-level checks; the same scenario as merged() gives. Whatever this
+        path refuses goes through merged(), so an error is worded exactly as merged() words it.
+        `known`: validated values by (field, repr of the value given), kept by the caller across calls
+        (a field's validation reads only its own value); the scenario-level checks run on every call."""
+        known = {} if known is None else known
+        new = self.model_copy(update=changes)
+        pending = []
+        for name, value in changes.items():
+            key = (name, f"{type(value).__name__}:{value!r}")
+            if key in known:
+                got = known[key]
+                new.__dict__[name] = list(got) if isinstance(got, list) else got
+            else:
+                pending.append((name, value, key))
+        if not pending and changes:  # every value known: one assignment runs the scenario-level checks
+            name, value = next(reversed(changes.items()))
+            pending.append((name, value, None))
+        try:
+            for name, value, key in pending:
+                # the field's own validation, then the model-level checks on the scenario with every change
+                Scenario.__pydantic_validator__.validate_assignment(new, name, value)
+                if key is not None:
+                    got = new.__dict__[name]
+                    known[key] = list(got) if isinstance(got, list) else got
+        except ValueError:  # pydantic's ValidationError included
+            return self.merged(**changes)
+        return new
 
     def stated(self) -> dict[str, Any]:
         """Only what was stated (non-None, non-default)."""

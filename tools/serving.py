@@ -177,6 +177,8 @@ class EngineInputs:
 
 @dataclass(frozen=True)
 class EngineTerm:
+    """One line of an engine's memory: bytes with formula, substitution, source and label."""
+
     name: str
     bytes: int
     formula: str
@@ -189,6 +191,8 @@ class EngineTerm:
 
 @dataclass(frozen=True)
 class EngineResult:
+    """An engine's answer: its terms, what the most loaded GPU shows, the verdict and the KV room."""
+
     engine: str
     terms: list[EngineTerm]
     total_bytes: int  # what nvidia-smi shows on the most loaded GPU
@@ -657,7 +661,7 @@ class LlamaCppEngine:
                 p.weights,
                 "GGUF tensors of the layers on this GPU (+ output layer when all fit)",
                 f"{p.weights:,} B",
-                "tools.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
+                "tools.rules.gguf (ggml-common.h block sizes, llama-quant.cpp mixes)",
                 "weights.gguf_layers",
             ),
             EngineTerm(

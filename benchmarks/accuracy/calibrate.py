@@ -5,7 +5,7 @@
 For each block family the real architecture is traced with 1 and with 2 decoder layers (same
 b, s); the difference of the bytes created during the forward pass (live at forward end minus
 live before it) is exactly what one layer saves for backward (plus, under autocast, its bf16
-weight copies, reported apart). Printed per token, next to `tools.activations.LlamaBlock` /
+weight copies, reported apart). Printed per token, next to `tools.rules.activations.LlamaBlock` /
 `GptBlock` per-layer bytes per token, so `tools/calibration.py` constants can be fitted. Uses
 the calibration split's models only.
 """
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tools.activations import block_for
 from tools.catalog.models import find_model
+from tools.rules.activations import block_for
 from tools.trace.request import CATALOG_FAMILIES
 
 PROBES = [
@@ -41,7 +41,7 @@ B, S = 2, 512
 # Constants the calibration split's traces contradict, with the traced evidence, applied in memory by
 # `python -m benchmarks.accuracy.run --proposed` before they go into tools/calibration.py. Empty: every
 # constant these traces supported (fused AdamW default, per-framework gradient lifetime, o_proj input as a
-# view of the SDPA output, 12 B/elem loss backward) is in tools/calibration.py / tools/phases.py.
+# view of the SDPA output, 12 B/elem loss backward) is in tools/calibration.py / tools/rules/phases.py.
 PROPOSED: dict[str, tuple[Any, str]] = {}
 
 
@@ -49,7 +49,7 @@ PROPOSED: dict[str, tuple[Any, str]] = {}
 def proposed_constants() -> Iterator[None]:
     """tools.calibration with PROPOSED values, in memory only (restored on exit)."""
     import tools.calibration as cal
-    import tools.logits as logits
+    import tools.rules.logits as logits
 
     old = {name: getattr(cal, name) for name in PROPOSED}
     old_logits = dict(logits.TRAINING_BYTES_PER_ELEMENT)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy.stats import error_summary, format_errors
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 from tools.result import Estimate
 from tools.scenario import Scenario
 from tools.units import GiB
@@ -192,11 +192,11 @@ def hf_lora_targets(arch: Architecture, neutral: Iterable[str]) -> list[str]:
 
     litgpt's lora_query/key/value/projection/mlp/head flags are recorded in the data as neutral names;
     fused-qkv families (Phi-3 qkv_proj, Falcon query_key_value) map q/k/v to the fused module, and `mlp`
-    expands to every MLP linear (tools/params.py NAMINGS gives the per-family module names).
-    `lm_head` is dropped: the estimator's LoRA targets are the per-layer linears (tools/lora.py), and an
+    expands to every MLP linear (tools/model/params.py NAMINGS gives the per-family module names).
+    `lm_head` is dropped: the estimator's LoRA targets are the per-layer linears (tools/model/lora.py), and an
     adapter on the LM head adds only r x (h + V) parameters (Gemma-2B, r=8: 2.1M, 0.08% of the model).
     """
-    from tools.params import NAMINGS
+    from tools.model.params import NAMINGS
 
     naming = NAMINGS[arch.module_names]
     names: list[str] = []
@@ -312,11 +312,11 @@ def litgpt_bnb_adjustment(row: PublishedRow, scenario: Scenario, est: Estimate) 
     if row.source_repo != LITGPT_REPO or row.quant not in ("nf4", "nf4-dq"):
         return None
     from tools import calibration as cal
-    from tools.architecture import LinearShape
     from tools.catalog.models import find_model
-    from tools.lora import decoder_linears
-    from tools.params import count_params
-    from tools.quant import weight_format
+    from tools.model.architecture import LinearShape
+    from tools.model.lora import decoder_linears
+    from tools.model.params import count_params
+    from tools.rules.quant import weight_format
 
     arch = find_model(scenario.model).architecture
     pb = count_params(arch)
@@ -355,7 +355,7 @@ def litgpt_bnb_adjustment(row: PublishedRow, scenario: Scenario, est: Estimate) 
 # `quantize: bnb.nf4` changed, 14.49 -> 18.15 GB), and the table itself has QLoRA above LoRA at identical
 # settings (tiny-llama 16.24 vs 13.50 GB, phi-2 14.27 vs 13.98 GB). bitsandbytes 0.43.3 later stopped
 # MatMul4Bit saving its input for frozen weights (`ctx.tensors = (None, B)`), which the estimator still
-# counts (tools/activations.py SaveMask.base_saves_inputs), so it stays conservative for current stacks.
+# counts (tools/rules/activations.py SaveMask.base_saves_inputs), so it stays conservative for current stacks.
 LITGPT_HUB_QLORA_EXCLUSION = (
     "litgpt config-hub QLoRA run of the stack litgpt issue #1112 reports as a bug (QLoRA above LoRA at the "
     "same settings); see published.py LITGPT_HUB_QLORA_EXCLUSION"

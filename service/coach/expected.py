@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.architecture import Architecture
 from tools.catalog.models import find_model
 from tools.estimator import estimate
+from tools.model.architecture import Architecture
 from tools.result import Component, Estimate
 from tools.scenario import Scenario
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 
 Config = Mapping[str, Any]
 ACCEPTED = (

@@ -2,20 +2,21 @@
 
 `models.json` holds one entry per model: the architecture (config.json keys), the published
 parameter count and where it comes from. Counts are recomputed from the architecture by
-`tools.params.count_params`; tests pin them against the published figures.
+`tools.model.params.count_params`; tests pin them against the published figures.
 """
 
 from __future__ import annotations
 
 import json
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from tools.architecture import Architecture, ParamBreakdown
 from tools.catalog.fuzzy import closest, normalize, strip_variant
 from tools.errors import ScenarioError, quote
+from tools.model.architecture import Architecture, ParamBreakdown
 
 MODELS_JSON = Path(__file__).with_name("models.json")
 MODEL_ACCEPTED = "a catalog id (see GET /v1/catalog/models), a bare size like 7B / 70亿, or an HF config.json"
@@ -44,7 +45,7 @@ class ModelSpec(BaseModel):
 
     @cached_property
     def breakdown(self) -> ParamBreakdown:  # computed once per (immutable) catalog entry
-        from tools.params import count_params
+        from tools.model.params import count_params
 
         return count_params(self.architecture)
 
@@ -75,20 +76,35 @@ class ResolvedModel(BaseModel):
         return self.spec
 
 
+# An estimate needs one catalog entry: the index of names is read from the JSON as is and an entry is
+# validated (its architecture checked field by field, ~0.1 ms each) only when it is asked for, so that
+# `vramwise estimate` does not validate all ~115 architectures at start-up (~10 ms).
+@lru_cache(maxsize=1)
+def _raw() -> dict[str, dict[str, Any]]:
+    """catalog id -> its models.json entry, not validated yet."""
+    raw = json.loads(MODELS_JSON.read_text(encoding="utf-8"))
+    return {entry["id"]: entry for entry in raw["models"]}
+
+
+@cache
+def _spec(model_id: str) -> ModelSpec:
+    """One validated catalog entry (the same object on every call)."""
+    return ModelSpec.model_validate(_raw()[model_id])
+
+
 @lru_cache(maxsize=1)
 def _load() -> tuple[ModelSpec, ...]:
-    raw = json.loads(MODELS_JSON.read_text(encoding="utf-8"))
-    return tuple(ModelSpec.model_validate(entry) for entry in raw["models"])
+    return tuple(_spec(model_id) for model_id in _raw())
 
 
 @lru_cache(maxsize=1)
 def _index() -> dict[str, str]:
     """normalised name -> canonical id, over ids, names, aliases, HF repos and repo basenames."""
     index: dict[str, str] = {}
-    for spec in _load():
-        repo_base = spec.hf_repo.rsplit("/", 1)[-1]
-        for name in (spec.id, spec.name, spec.hf_repo, repo_base, *spec.aliases):
-            index.setdefault(normalize(name), spec.id)
+    for model_id, entry in _raw().items():
+        repo_base = entry["hf_repo"].rsplit("/", 1)[-1]
+        for name in (model_id, entry["name"], entry["hf_repo"], repo_base, *entry.get("aliases", ())):
+            index.setdefault(normalize(name), model_id)
     return index
 
 
@@ -97,10 +113,9 @@ def list_models() -> list[ModelSpec]:
 
 
 def get_model(model_id: str) -> ModelSpec:
-    for spec in _load():
-        if spec.id == model_id:
-            return spec
-    raise KeyError(model_id)
+    if model_id not in _raw():
+        raise KeyError(model_id)
+    return _spec(model_id)
 
 
 def lookup_model(name: str) -> ModelSpec | None:
@@ -160,7 +175,7 @@ def resolve_model(name_or_size: str) -> ResolvedModel:
                 assumed_code=assumed[0],
                 assumed_values=assumed[1],
             )
-        from tools.params import count_params
+        from tools.model.params import count_params
 
         return ResolvedModel(
             spec=None,

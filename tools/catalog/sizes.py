@@ -12,8 +12,8 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 from tools.units import fmt_count
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def _base(hidden: int, layers: int, vocab: int) -> Architecture:
 
 def _width_for(count: int, arch: Architecture) -> int:
     """The SwiGLU intermediate size (a multiple of 8) that brings `arch` closest to `count` from below."""
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     h, layers = arch.hidden_size, arch.num_hidden_layers
     fixed = count_params(arch).total - layers * 3 * h * arch.intermediate_size
@@ -147,7 +147,7 @@ def architecture_for_params(count: int) -> tuple[Architecture, dict[str, object]
     """
     import math
 
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     vocab = TYPICAL_VOCAB if count >= 300_000_000 else 32000
     best: tuple[float, Architecture] | None = None

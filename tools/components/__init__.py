@@ -7,7 +7,7 @@ tools/footprint.py composes them in step order. Inputs: a `ModelStep` / `TrainSt
 
 Training (phases end_of_forward, backward, optimizer_step):
 - weights.py          weights (or frozen base + adapters) and quantisation metadata, / N under ZeRO-3
-- gradients.py        gradients of the trainable parameters (lifetime: tools/phases.py), / N under ZeRO-2/3
+- gradients.py        gradients of the trainable parameters (lifetime: tools/rules/phases.py), / N under ZeRO-2/3
 - optimizer.py        fp32 master weights, optimizer states (/ N under ZeRO-1/2/3), step temporaries
 - autocast.py         16-bit autocast copies of fp32 weights (amp recipes)
 - zero3.py            ZeRO-3 gathered layer + prefetch bucket (+ its unreduced gradients in backward)
@@ -21,5 +21,5 @@ logits.py (last position). Frozen forward (forward): weights, forward transient,
 
 Not counted: CUDA graphs, DDP gradient buckets when gradient_as_bucket_view=False, DeepSpeed reduce
 buckets, LoRA dropout copies (p = 0 default). Runtime overhead (CUDA context, allocator slack, NCCL) is
-added once per GPU by tools/overhead.py, never per model.
+added once per GPU by tools/rules/overhead.py, never per model.
 """

@@ -1,11 +1,11 @@
 """Activations on one GPU: what autograd saves in training, the no-grad forward transient otherwise.
 
-Training (tools.activations.stage_activations): the saved tensors of this stage's layers at the end of
+Training (tools.rules.activations.stage_activations): the saved tensors of this stage's layers at the end of
 forward, the recomputed layer's tensors during its backward under full recompute, and the final norm
 before the LM head. A frozen weight's matmul saves no input, so LoRA saves only what its targeted
-linears need (tools.activations.SaveMask) and freeze tuning saves nothing below its first trainable
+linears need (tools.rules.activations.SaveMask) and freeze tuning saves nothing below its first trainable
 layer (no tensor there requires grad).
-Inference / frozen forward (tools.activations.inference_transient): the largest live set inside one
+Inference / frozen forward (tools.rules.activations.inference_transient): the largest live set inside one
 layer of a no-grad forward.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tools.activations import FULL_MASK, SaveMask, StageActivations, final_norm_bytes, stage_activations
 from tools.components.phased import Entry, PhasedComponent, phased
 from tools.components.step import ModelStep, TrainStep, trainable_layers_on_stage
-from tools.lora import decoder_linears
-from tools.quant import Bnb4bitFormat, BnbInt8Format
+from tools.model.lora import decoder_linears
+from tools.rules.activations import FULL_MASK, SaveMask, StageActivations, final_norm_bytes, stage_activations
+from tools.rules.quant import Bnb4bitFormat, BnbInt8Format
 
 TRANSIENT_LABEL = "forward_transient"  # label code (tools/labels.py)
 TRANSIENT_SOURCE = "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*"
@@ -122,5 +122,5 @@ def activations_part(
 
 
 def forward_transient(ms: ModelStep, at: dict[str, Entry]) -> PhasedComponent | None:
-    """The no-grad forward transient at each phase (entries from tools.activations.inference_transient)."""
+    """The no-grad forward transient at each phase (entries from tools.rules.activations.inference_transient)."""
     return phased("activations", TRANSIENT_LABEL, TRANSIENT_SOURCE, at, ms.role)

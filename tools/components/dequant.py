@@ -12,7 +12,7 @@ from __future__ import annotations
 from tools.components.local import largest_linear
 from tools.components.phased import FWD_BWD, PhasedComponent, phased, same
 from tools.components.step import ModelStep, TrainStep
-from tools.quant import Bnb4bitFormat, DenseFormat
+from tools.rules.quant import Bnb4bitFormat, DenseFormat
 
 FORMULA = "max(in x out) / t x 2 B"
 LABEL = "dequant_workspace"  # label code (tools/labels.py)

@@ -1,6 +1,6 @@
 """Gradients of the trainable parameters: P_trainable_local x B_grad (/ N under ZeRO-2/3).
 
-Their lifetime is the framework's (tools.phases.gradient_lifetime): the whole step (DeepSpeed, Megatron,
+Their lifetime is the framework's (tools.rules.phases.gradient_lifetime): the whole step (DeepSpeed, Megatron,
 gradient accumulation) or from backward to the optimizer step (HF Trainer, one micro-batch).
 """
 

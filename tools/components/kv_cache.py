@@ -1,4 +1,4 @@
-"""KV cache of a generating model on one GPU (per-kind specs: tools/kv_cache.py, vLLM KVCacheSpec style).
+"""KV cache of a generating model on one GPU (per-kind specs: tools/rules/kv_cache.py, vLLM KVCacheSpec style).
 
 Prefill: transformers' DynamicCache holds every prompt token's K/V, sliding-window layers too (trimmed
 to the window only for decode; traced mistral-7b / gemma-3-1b prefill). Decode: seq tokens per sequence,
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tools.components.phased import PhasedComponent, phased
 from tools.components.step import ModelStep
-from tools.kv_cache import SOURCE, kv_bytes, kv_specs
+from tools.rules.kv_cache import SOURCE, kv_bytes, kv_specs
 
 
 def kv_cache(ms: ModelStep, prompt_len: int, seqs: int) -> PhasedComponent | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tools.lora import decoder_linears
-from tools.parallel import Stage
-from tools.quant import WeightFormat
+from tools.model.lora import decoder_linears
+from tools.rules.parallel import Stage
+from tools.rules.quant import WeightFormat
 
 if TYPE_CHECKING:
     from tools.resolve import ModelRef, ResolvedScenario
@@ -47,7 +47,7 @@ def _linear_elements(pb) -> tuple[int, int, int, int]:
 
 def local_params(model: ModelRef, rs: ResolvedScenario, stage: Stage) -> LocalParams:
     """Megatron layout: linears split by t (experts by t x ep), norms replicated, the vocab-parallel
-    embedding on the first stage and the LM head on the last (tools/parallel.py)."""
+    embedding on the first stage and the LM head on the last (tools/rules/parallel.py)."""
     pb, lay = model.params, rs.layout
     tp, ep, n_layers = lay.tp, lay.ep, pb.num_layers
     dense_el, exp_el, rep_el, bias = _linear_elements(pb)
@@ -91,7 +91,7 @@ def format_bytes(model: ModelRef, fmt: WeightFormat, loc: LocalParams, other_byt
             d, m = fmt.linear_bytes(group)
             data += d * scale
             meta += m * scale
-    # GGUF/EXL2 store norms, output layer and embedding their own way (tools/gguf.py non_linear_bytes)
+    # GGUF/EXL2 store norms, output layer and embedding their own way (tools/rules/gguf.py non_linear_bytes)
     other = fmt.non_linear_bytes(loc) if hasattr(fmt, "non_linear_bytes") else loc.other * other_bytes
     return round(data) + other, round(meta)
 

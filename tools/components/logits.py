@@ -1,6 +1,6 @@
 """Logits on one GPU (the last pipeline stage), with the vocab-parallel LM head split by t.
 
-- training (tools.logits.training_logits): the loss forward and backward upcast the logits to fp32
+- training (tools.rules.logits.training_logits): the loss forward and backward upcast the logits to fp32
   (transformers ForCausalLMLoss): s*b*V/t x bytes per element at the end of forward and in backward;
 - generation: the last position's logits, fp32 for sampling, per sequence;
 - frozen forward (reference / reward scoring): every position's fp32 log-probs.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tools.components.phased import FWD_BWD, At, PhasedComponent, phased
 from tools.components.step import ModelStep, TrainStep
-from tools.logits import SOURCE, inference_logits, training_logits
+from tools.rules.logits import SOURCE, inference_logits, training_logits
 
 
 def loss_logits(ts: TrainStep) -> At:

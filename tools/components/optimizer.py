@@ -1,7 +1,7 @@
 """What the optimizer holds on one GPU: fp32 master weights, optimizer states, step temporaries.
 
-- master weights: P_trainable_local x B_master (mixed recipes; tools/precision.py), / N under ZeRO-1/2/3;
-- optimizer states: the optimizer's own formula (tools/optimizers.py) x this GPU's share of the
+- master weights: P_trainable_local x B_master (mixed recipes; tools/rules/precision.py), / N under ZeRO-1/2/3;
+- optimizer states: the optimizer's own formula (tools/rules/optimizers.py) x this GPU's share of the
   trainable parameters, / N under ZeRO-1/2/3; paged optimizers are counted as resident;
 - step temporaries: the foreach implementation's transient (torch/optim/adamw.py _multi_tensor_adamw;
   none for fused Adam) + DeepSpeed ZeRO-1/2's fp32 gradient partition (stage_1_and_2.py).

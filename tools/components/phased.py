@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tools.notes import Note
-from tools.parallel import Stage
 from tools.result import Component
+from tools.rules.parallel import Stage
 
 TRAIN_PHASES = ("end_of_forward", "backward", "optimizer_step")
 GENERATE_PHASES = ("prefill", "decode")
@@ -71,6 +71,8 @@ class PhasedComponent:
 
 @dataclass(frozen=True)
 class ModelFootprint:
+    """One model's components on its most loaded GPU, phase by phase, with the notes they raised."""
+
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
     gpu_role: str

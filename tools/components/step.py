@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tools.components.local import LocalParams
-from tools.lora import full_trainable
-from tools.optimizers import OptimizerRule, TrainableSpec
-from tools.parallel import Layout, Stage
-from tools.phases import GradsFromBackward, GradsWholeStep, gradient_lifetime
-from tools.precision import Recipe
-from tools.quant import WeightFormat
+from tools.model.lora import full_trainable
+from tools.rules.optimizers import OptimizerRule, TrainableSpec
+from tools.rules.parallel import Layout, Stage
+from tools.rules.phases import GradsFromBackward, GradsWholeStep, gradient_lifetime
+from tools.rules.precision import Recipe
+from tools.rules.quant import WeightFormat
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture, ParamBreakdown
+    from tools.model.architecture import Architecture, ParamBreakdown
     from tools.resolve import ModelRef, ResolvedScenario
 
 
@@ -63,7 +63,7 @@ class TrainStep(ModelStep):
     # among this stage's; full: every local parameter), and their share of the trainable set
     trainable_local: int = field(init=False)
     trainable_share: float = field(init=False)
-    # how long gradients live: the framework decides (tools.phases.gradient_lifetime)
+    # how long gradients live: the framework decides (tools.rules.phases.gradient_lifetime)
     gradient_life: GradsWholeStep | GradsFromBackward = field(init=False)
 
     def __post_init__(self) -> None:

@@ -1,7 +1,7 @@
 """Weights and their quantisation metadata on one GPU.
 
-- training, every weight trained: P_local x B_w (the recipe's weight bytes; tools/precision.py);
-- training with adapters (LoRA/QLoRA): the frozen base stored in its format (tools/quant.py: linears at
+- training, every weight trained: P_local x B_w (the recipe's weight bytes; tools/rules/precision.py);
+- training with adapters (LoRA/QLoRA): the frozen base stored in its format (tools/rules/quant.py: linears at
   the format's rate, other parameters at the compute dtype, fp32 under PEFT's k-bit preparation) plus
   the adapters at B_w;
 - ZeRO-3: / N (DP ranks); parameter offload: nothing resident (tools/components/offload.py);
@@ -15,9 +15,9 @@ from tools.components.local import format_bytes, rates
 from tools.components.offload import params_offloaded_note, running_layer_share
 from tools.components.phased import TRAIN_PHASES, PhasedComponent, cite, phased, same
 from tools.components.step import ModelStep, TrainStep
-from tools.lora import decoder_linears
+from tools.model.lora import decoder_linears
 from tools.notes import Note, note
-from tools.quant import WeightFormat
+from tools.rules.quant import WeightFormat
 
 QUANT_METADATA_LABEL = "quant_metadata"  # label code (tools/labels.py)
 
@@ -100,7 +100,7 @@ def _weights_source(fmt: WeightFormat, recipe_source: str, adapters: bool) -> st
 
 def _format_label(fmt: WeightFormat) -> tuple[str, dict[str, object]]:
     """(label code, values) of weights stored in `fmt`: GGUF names its block mix, EXL2 its bits."""
-    from tools.gguf import Exl2Format, GgufFormat, mix_label_values
+    from tools.rules.gguf import Exl2Format, GgufFormat, mix_label_values
 
     if isinstance(fmt, Exl2Format):
         return "weights.exl2", {"bpw": float(fmt.bits)}
@@ -116,7 +116,7 @@ def stored_weights(ms: ModelStep, phases: tuple[str, ...]) -> list[PhasedCompone
     if ms.lay.offload_params and not ms.rs.training:
         return _running_layer_weights(ms, phases, w, meta)
     data_rate, meta_rate = rates(fmt)
-    if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/gguf.py)
+    if hasattr(fmt, "non_linear_bytes"):  # GGUF / EXL2: per-tensor block types (tools/rules/gguf.py)
         rate = fmt.effective_bpw(decoder_linears(ms.model.params))
         w_formula = (
             f"linear weights in {fmt.label}: {rate:.2f} bpw on this model + norms, output layer and "

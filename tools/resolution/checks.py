@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from tools.errors import ScenarioError
 from tools.notes import Note, note
-from tools.parallel import tp_fits_heads
-from tools.quant import QUANTISED_DTYPES
 from tools.resolution.defaults import MAX_TOKENS_PER_MICROBATCH
+from tools.rules.parallel import tp_fits_heads
+from tools.rules.quant import QUANTISED_DTYPES
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture, ParamBreakdown
+    from tools.model.architecture import Architecture, ParamBreakdown
     from tools.scenario import Scenario
 
 

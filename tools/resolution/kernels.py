@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from tools.resolution.defaults import Filled
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture
-    from tools.precision import Recipe
+    from tools.model.architecture import Architecture
+    from tools.rules.precision import Recipe
     from tools.scenario import Scenario
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from tools.assumptions import assumption
-from tools.parallel import Layout, tp_fits_heads
 from tools.resolution.checks import (
     check_gpu_split,
     check_parallel,
@@ -20,10 +19,11 @@ from tools.resolution.checks import (
     check_training_states,
 )
 from tools.resolution.defaults import DEFAULT_GPU, Filled
+from tools.rules.parallel import Layout, tp_fits_heads
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture
     from tools.catalog.gpus import GpuAlias, GpuSpec
+    from tools.model.architecture import Architecture
     from tools.resolution.model import ModelRef
     from tools.scenario import Scenario
 

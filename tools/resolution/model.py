@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from tools.architecture import Architecture, ParamBreakdown
 from tools.assumptions import assumption
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture, ParamBreakdown
 from tools.notes import Note, note
 from tools.result import Assumption
 
@@ -60,7 +60,7 @@ def _family_details(family: str | None, arch: Architecture) -> Architecture:
 
 
 def _breakdown(arch: Architecture) -> ParamBreakdown:
-    from tools.params import count_params
+    from tools.model.params import count_params
 
     return count_params(arch)
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tools.errors import ScenarioError
-from tools.optimizers import OPTIMIZERS, OptimizerRule
-from tools.precision import RECIPES, Recipe
-from tools.quant import INFERENCE_ONLY_METHOD, QUANTISED_DTYPES, WeightFormat, weight_format
 from tools.resolution.checks import check_quant_method, check_weight_dtype
 from tools.resolution.defaults import Filled
 from tools.resolution.task import uses_adapters
+from tools.rules.optimizers import OPTIMIZERS, OptimizerRule
+from tools.rules.precision import RECIPES, Recipe
+from tools.rules.quant import INFERENCE_ONLY_METHOD, QUANTISED_DTYPES, WeightFormat, weight_format
 from tools.scenario import OPTIMIZERS as OPTIMIZER_NAMES
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from tools.resolution.checks import check_max_new_tokens, check_tokens
 from tools.resolution.defaults import Filled
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture
+    from tools.model.architecture import Architecture
     from tools.scenario import Scenario
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.lora import freeze_trainable, full_trainable, linear_names, lora_trainable
-from tools.optimizers import TrainableSpec
+from tools.model.lora import freeze_trainable, full_trainable, linear_names, lora_trainable
 from tools.resolution.checks import check_fine_tuning_settings, check_trainable_layers
 from tools.resolution.defaults import Filled
+from tools.rules.optimizers import TrainableSpec
 from tools.scenario import ADAPTER_TASKS, RL_TASKS
 
 if TYPE_CHECKING:
-    from tools.architecture import Architecture, ParamBreakdown
+    from tools.model.architecture import Architecture, ParamBreakdown
     from tools.scenario import Scenario
 
 PEFT_DEFAULT_TARGETS: dict[str, list[str]] = {  # peft/utils/constants.py (by HF module naming)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 
 DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

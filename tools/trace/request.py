@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tools.architecture import Architecture
 from tools.errors import ScenarioError
+from tools.model.architecture import Architecture
 from tools.scenario import Scenario
 
 TRACEABLE_TASKS = ("inference", "full_finetune", "pretrain", "lora", "dpo", "grpo")

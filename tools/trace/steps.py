@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 from tools.trace.build import build_model, family_for
 from tools.trace.savers import (
     MasterWeightStep,
@@ -82,6 +82,8 @@ class TraceRequest:
 
 @dataclass
 class TraceResult:
+    """A traced run: the request, the measured report and what differs from the GPU it stands for."""
+
     request: TraceRequest
     report: TraceReport
     family: str

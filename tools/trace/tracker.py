@@ -69,6 +69,8 @@ def block_bytes(nbytes: int, block: int = CUDA_BLOCK_BYTES) -> int:
 
 @dataclass
 class PhaseRecord:
+    """Peak and end-of-phase bytes the tracker saw in one phase."""
+
     name: str
     peak_bytes: int = 0
     end_bytes: int = 0

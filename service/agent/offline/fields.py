@@ -14,7 +14,7 @@ from typing import Any
 from service.agent.offline import patterns as rx
 from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import float_value, plain_int, token_count
-from tools.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
+from tools.rules.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
 from tools.scenario import RL_TASKS
 
 Fields = dict[str, Any]
@@ -153,7 +153,7 @@ _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-# Training precision recipes (tools/precision.py RECIPES), most specific wording first. Plain "bf16" is
+# Training precision recipes (tools/rules/precision.py RECIPES), most specific wording first. Plain "bf16" is
 # not a recipe: it names the weight dtype, and the estimator picks the recipe for the task.
 _RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("megatron", rx.compile(rf"{L}megatron{R}")),

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tools.architecture import LinearShape
-from tools.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
+from tools.model.architecture import LinearShape
+from tools.rules.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -59,6 +59,8 @@ class DenseFormat:
 
 @dataclass(frozen=True)
 class Fp8Format:
+    """FP8 (E4M3) weights with per-tensor scales."""
+
     name: str = "fp8"
     quantised: bool = True
     compute_bytes: int = 2
@@ -78,6 +80,8 @@ class Fp8Format:
 
 @dataclass(frozen=True)
 class BnbInt8Format:
+    """bitsandbytes LLM.int8: int8 weights with an fp32 scale per row."""
+
     name: str = "int8"
     quantised: bool = True
     compute_bytes: int = 2

@@ -201,8 +201,10 @@ class Architecture(BaseModel):
 def reject_bool_for_number(model: type[BaseModel], field_name: str | None, value: object) -> object:
     """Raise for a JSON boolean given to an int/float field of `model` (pydantic's lax mode takes `true`
     as 1); other values pass through unchanged for the field's own validation."""
+    if value.__class__ is not bool:  # the common case, decided without looking the field up
+        return value
     field = model.model_fields.get(field_name or "")
-    if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+    if field is not None and _numeric(field.annotation):
         raise ValueError(f"{str(value).lower()} is a boolean; a number is accepted here")
     return value
 
@@ -272,6 +274,6 @@ class ParamBreakdown(BaseModel):
 
 def param_breakdown(arch: Architecture) -> ParamBreakdown:
     """Count parameters exactly from the architecture (HF modeling_* module shapes)."""
-    from tools.params import count_params  # implemented in tools/params.py
+    from tools.model.params import count_params  # implemented in tools/model/params.py
 
     return count_params(arch)

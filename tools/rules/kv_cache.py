@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 
 SOURCE = "vLLM vllm/v1/kv_cache_interface.py (FullAttentionSpec / MLAAttentionSpec / SlidingWindowSpec)"
 
 
 @dataclass(frozen=True)
 class FullAttentionKV:
+    """K and V of every token in every full-attention layer this GPU holds."""
+
     layers: int
     kv_heads: int
     head_dim: int
@@ -44,6 +46,8 @@ class FullAttentionKV:
 
 @dataclass(frozen=True)
 class SlidingWindowKV(FullAttentionKV):
+    """K and V of sliding-window layers: at most `window` tokens per sequence."""
+
     window: int = 4096
 
     def bytes_for(self, tokens: int, sequences: int) -> int:
@@ -58,6 +62,8 @@ class SlidingWindowKV(FullAttentionKV):
 
 @dataclass(frozen=True)
 class MLAKV:
+    """Multi-head latent attention (DeepSeek): one compressed latent plus the RoPE key per token and layer."""
+
     layers: int
     latent_dim: int  # kv_lora_rank + qk_rope_head_dim
     dtype_bytes: int

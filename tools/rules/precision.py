@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Recipe:
+    """A mixed-precision recipe: element sizes of weights, gradients, master weights, states and activations."""
+
     name: str
     weight_bytes: int  # how trainable parameters are stored on the GPU
     grad_bytes: int

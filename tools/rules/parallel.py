@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Stage:
+    """One pipeline stage: its layers and the micro-batches in flight on it."""
+
     index: int
     num_stages: int
     first_layer: int
@@ -39,6 +41,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class Layout:
+    """How the job is spread over its GPUs: TP, PP, CP, EP, ZeRO stage and offload."""
+
     num_gpus: int = 1
     tp: int = 1
     pp: int = 1

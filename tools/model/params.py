@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.architecture import Architecture, LinearShape, ParamBreakdown
+from tools.model.architecture import Architecture, LinearShape, ParamBreakdown
 
 
 @dataclass(frozen=True)

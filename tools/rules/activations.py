@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools import calibration as cal
-from tools.architecture import Architecture
+from tools.model.architecture import Architecture
 
 ATTN_IN_LINEARS = frozenset(
     {
@@ -303,7 +303,7 @@ class LlamaBlock:
         One shared tensor when the norm output is already 16-bit and its consumers' weights train;
         one copy PER consumer when each consumer casts it: autocast over an fp32 norm output (amp:
         fp32 residual, each linear's autocast cast is a separate tensor), or PEFT's fp32 LoRA path."""
-        from tools.params import NAMINGS
+        from tools.model.params import NAMINGS
 
         if mask.own_input_copies:
             base = int(mask.base_saves_inputs)
@@ -398,6 +398,8 @@ def block_for(arch: Architecture) -> GptBlock | LlamaBlock | HfGpt2Block:
 
 @dataclass(frozen=True)
 class StageActivations:
+    """Saved activations of one pipeline stage: the peak, what is kept through backward and what lives only while a recomputed layer runs."""
+
     bytes: int  # at the largest moment: kept + live
     formula: str
     substituted: str

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tools.architecture import LinearShape
+from tools.model.architecture import LinearShape
 
 if TYPE_CHECKING:
     from typing import Protocol

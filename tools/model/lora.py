@@ -11,9 +11,9 @@ Freeze tuning (LLaMA-Factory `freeze_trainable_layers`): the last N decoder laye
 
 from __future__ import annotations
 
-from tools.architecture import LinearShape, ParamBreakdown
 from tools.errors import ScenarioError
-from tools.optimizers import TrainableSpec
+from tools.model.architecture import LinearShape, ParamBreakdown
+from tools.rules.optimizers import TrainableSpec
 
 ALL_LINEAR = ("all-linear", "all_linear", "all")
 # Outside the decoder: PEFT wraps the LM head (nn.Linear) and the token embedding (nn.Embedding,

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 from tools import calibration as cal
-from tools.parallel import Layout
 from tools.result import Component
+from tools.rules.parallel import Layout
 from tools.units import MiB
 
 

@@ -27,7 +27,9 @@ class TrainableSpec:
     formula: str = ""  # how `params` was counted, symbolic
     substituted: str = ""  # with the numbers
     targets: tuple[str, ...] = ()  # LoRA: the targeted linear names (empty: the weights themselves train)
-    outer_targets: tuple[str, ...] = ()  # LoRA on the LM head / token embedding (tools.lora.OUTER_TARGETS)
+    outer_targets: tuple[
+        str, ...
+    ] = ()  # LoRA on the LM head / token embedding (tools.model.lora.OUTER_TARGETS)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -36,6 +38,8 @@ def _cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class AdamW:
+    """AdamW: two fp32 states (exp_avg, exp_avg_sq) per trainable parameter."""
+
     name: str = "adamw"
     source: str = "Loshchilov & Hutter 2019; torch.optim.AdamW exp_avg + exp_avg_sq; ZeRO (Rajbhandari et al. 2020) sec. 3.1"
     # The implementation is part of the rule: "fused" (torch.optim.AdamW(fused=True): HF Trainer's
@@ -103,6 +107,8 @@ class AdamW8bit:
 
 @dataclass(frozen=True)
 class Sgd:
+    """SGD: a momentum buffer per trainable parameter when momentum is on, else no state."""
+
     name: str = "sgd"
     momentum: bool = False
     paged: bool = False
@@ -123,6 +129,8 @@ class Sgd:
 
 @dataclass(frozen=True)
 class Lion:
+    """Lion: one momentum state per trainable parameter."""
+
     name: str = "lion"
     source: str = (
         "Chen et al. 2023 (Symbolic Discovery of Optimization Algorithms): one exp_avg per parameter"

@@ -1,0 +1,90 @@
+"""Calls repeated with the same inputs inside one computation, made once.
+
+An RL job composes several footprints of the same resolved scenario, and with the critic and reward
+model defaulting to the policy's, several of them are the same call: the reference's, the reward
+model's and the critic's no-grad forwards over the rollouts, and (full fine-tuning) the actor's and the
+critic's training steps. `memo_same_input(fn)` memoises such a pure function inside a `memo_scope()`:
+
+- key: the identity of the first argument and the keyword arguments (same type and value: 1, 1.0 and
+  True differ in a formula's text; values that cannot be hashed, such as the catalog's model references,
+  by identity, held by the memo so that an identity is not reused);
+- an entry is used only while none of the first argument's attributes has been reassigned since it was
+  made (each attribute is the same object as then), so filling a default between two calls is seen;
+- no memo outlives its scope, and outside a scope every call runs as before.
+
+Results are shared between callers: they must be immutable (ModelFootprint and PhasedComponent are frozen).
+A memo across the candidates of a planner search, keyed on the fields each call reads, was measured here
+and cost more (recording every read, hashing the layouts) than the footprints it saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import wraps
+from operator import is_
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SCOPE: ContextVar[dict[Any, Any] | None] = ContextVar("call_memo", default=None)
+_BY_IDENTITY: set[type] = set()  # types whose values could not be hashed: keyed by identity
+
+
+@contextmanager
+def memo_scope() -> Iterator[None]:
+    """A fresh memo for the calls made inside the block."""
+    token = _SCOPE.set({})
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def _key(value: object, keep: list[object]) -> object:
+    """A hashable key equal for values that behave alike (see the module docstring)."""
+    kind = type(value)
+    if kind is tuple:
+        return (tuple, tuple(_key(v, keep) for v in value))  # type: ignore[union-attr]
+    if kind not in _BY_IDENTITY:
+        try:
+            hash(value)
+            return (kind, value)
+        except TypeError:
+            _BY_IDENTITY.add(kind)  # identity is a sound key for any value; this type's is cheaper to find
+    keep.append(value)
+    return ("id", id(value))
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _arguments_key(kwargs: dict[str, Any], keep: list[object]) -> tuple[object, ...]:
+    """`_key` of each keyword argument, plain scalars (the common case) without a call per value."""
+    out = []
+    for name, value in kwargs.items():
+        kind = type(value)
+        out.append((name, kind, value) if kind in _PLAIN else (name, _key(value, keep)))
+    return tuple(out)
+
+
+def memo_same_input(fn: F) -> F:
+    """Memoise `fn(first, **kwargs)` inside a memo scope (see the module docstring)."""
+
+    @wraps(fn)
+    def wrapper(first: Any, /, **kwargs: Any) -> Any:
+        table = _SCOPE.get()
+        if table is None:
+            return fn(first, **kwargs)
+        keep: list[object] = [first]
+        call = (fn, id(first), _arguments_key(kwargs, keep))
+        got = table.get(call)
+        now = tuple(vars(first).values())
+        if got is not None and len(got[0]) == len(now) and all(map(is_, got[0], now)):
+            return got[1]
+        result = fn(first, **kwargs)
+        table[call] = (now, result, keep)
+        return result
+
+    return wrapper  # type: ignore[return-value]
