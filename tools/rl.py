@@ -66,6 +66,7 @@ from dataclasses import replace
 from tools import calibration as cal
 from tools.assumptions import assumption
 from tools.call_memo import memo_same_input, memo_scope
+from tools.components.phased import derived
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
 from tools.model.lora import lora_trainable
 from tools.notes import note
@@ -133,9 +134,8 @@ def _take(
             continue
         entry = part.at[src_phase]
         if divide > 1:
-            value, formula, subst = entry
-            value = value // divide
-            entry = (value, f"{formula} / N (ZeRO-3)", f"({subst}) / {divide} = {value:,} B")
+            value = entry[0] // divide
+            entry = derived(entry, value, " / N (ZeRO-3)", lambda s, v=value: f"({s}) / {divide} = {v:,} B")
         if entry[0] <= 0:
             continue
         name = (rename or {}).get(part.name, part.name)
@@ -145,7 +145,7 @@ def _take(
                 label=part.label,
                 label_values=part.label_values,
                 source=part.source,
-                at=dict.fromkeys(dst_phases, entry),  # the same (bytes, formula, substituted) in each phase
+                at=dict.fromkeys(dst_phases, entry),  # the same (bytes, texts) in each phase
                 model_role=role,
                 note=note or part.note,
             )
@@ -181,8 +181,10 @@ def _logps_part(
         total = per * tokens * vocab_local
         at[ph] = (
             total,
-            f"n_seq x n_scored x V/t x {per} B",
-            f"{sequences} x {positions:,} x {vocab_local:,} x {per} B = {total:,} B",
+            lambda per=per, total=total: (
+                f"n_seq x n_scored x V/t x {per} B",
+                f"{sequences} x {positions:,} x {vocab_local:,} x {per} B = {total:,} B",
+            ),
         )
     if tokens <= 0 or not at:
         return None
@@ -575,14 +577,10 @@ def _vllm_colocate(rs: ResolvedScenario, phases: tuple[str, ...]) -> list[Phased
         return []
     card = rs.gpu.memory_bytes
     reserved = int(card * gmu)
-    at = {
-        ph: (
-            reserved,
-            "vllm_gpu_memory_utilization x M_card",
-            f"{gmu} x {card:,} B = {reserved:,} B",
-        )
-        for ph in phases
-    }
+    at = dict.fromkeys(
+        phases,
+        (reserved, lambda: ("vllm_gpu_memory_utilization x M_card", f"{gmu} x {card:,} B = {reserved:,} B")),
+    )
     return [
         PhasedComponent(
             name="vllm_reservation",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tools.components.phased import Entry, PhasedComponent, phased
+from tools.components.phased import Entry, PhasedComponent, made, phased
 from tools.components.step import ModelStep, TrainStep, trainable_layers_on_stage
 from tools.model.lora import decoder_linears
 from tools.rules.activations import FULL_MASK, SaveMask, StageActivations, final_norm_bytes, stage_activations
@@ -58,15 +58,19 @@ class TrainingActivations:
     def entry(self, with_live: bool) -> Entry:
         """At the end of forward (kept only) or at the recomputed layer's backward (kept + live)."""
         act, final_norm = self.stage, self.final_norm
-        formula = act.formula if with_live else act.kept_formula
-        head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition(
-            "; A_layer = "
-        )
         total = self.kept + (act.live if with_live else 0)
-        if final_norm:
-            formula = formula.replace(";", " + A_final_norm;", 1)
-            head += f" + {final_norm:,} B = {total:,} B"
-        return total, formula, head + (f"; A_layer = {per_layer}" if per_layer else "")
+
+        def texts() -> tuple[str, str]:
+            formula = act.formula if with_live else act.kept_formula
+            head, _, per_layer = (act.substituted if with_live else act.kept_substituted).partition(
+                "; A_layer = "
+            )
+            if final_norm:
+                formula = formula.replace(";", " + A_final_norm;", 1)
+                head += f" + {final_norm:,} B = {total:,} B"
+            return formula, head + (f"; A_layer = {per_layer}" if per_layer else "")
+
+        return total, texts
 
 
 def training_activations(ts: TrainStep) -> TrainingActivations:
@@ -121,6 +125,8 @@ def activations_part(
     )
 
 
-def forward_transient(ms: ModelStep, at: dict[str, Entry]) -> PhasedComponent | None:
-    """The no-grad forward transient at each phase (entries from tools.rules.activations.inference_transient)."""
-    return phased("activations", TRANSIENT_LABEL, TRANSIENT_SOURCE, at, ms.role)
+def forward_transient(ms: ModelStep, at: dict[str, tuple[int, str, str]]) -> PhasedComponent | None:
+    """The no-grad forward transient at each phase (tools.rules.activations.inference_transient's
+    (bytes, formula, substituted))."""
+    at_entries = {ph: made(*e) for ph, e in at.items()}
+    return phased("activations", TRANSIENT_LABEL, TRANSIENT_SOURCE, at_entries, ms.role)

@@ -35,8 +35,10 @@ def autocast_copies(ts: TrainStep) -> PhasedComponent | None:
             # peak, llama-3-8b amp b8 s1024 gc)
             ("end_of_forward",) if ts.rs.recompute == "full" else FWD_BWD,
             cb,
-            f"{what} x {cal.AUTOCAST_COPY_BYTES} B",
-            f"{copied:,} x {cal.AUTOCAST_COPY_BYTES} B = {cb:,} B",
+            lambda: (
+                f"{what} x {cal.AUTOCAST_COPY_BYTES} B",
+                f"{copied:,} x {cal.AUTOCAST_COPY_BYTES} B = {cb:,} B",
+            ),
         ),
         ts.role,
     )

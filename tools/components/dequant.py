@@ -28,7 +28,7 @@ def training_dequant_workspace(ts: TrainStep) -> PhasedComponent | None:
         "dequant_workspace",
         LABEL,
         "bitsandbytes MatMul4Bit / Linear8bitLt dequantize in forward and backward",
-        same(FWD_BWD, ws, FORMULA, f"{largest:,} x {fmt.compute_bytes} B = {ws:,} B"),
+        same(FWD_BWD, ws, lambda: (FORMULA, f"{largest:,} x {fmt.compute_bytes} B = {ws:,} B")),
         ts.role,
     )
 
@@ -39,10 +39,9 @@ def generation_dequant_workspace(ms: ModelStep, prompt_len: int, seqs: int) -> P
         return None
     largest = largest_linear(ms.model, ms.lay.tp)
     ws = largest * fmt.compute_bytes
+    entry = (ws, lambda: (FORMULA, f"{largest:,} x {fmt.compute_bytes} B = {ws:,} B"))
     at = {
-        phase: (ws, FORMULA, f"{largest:,} x {fmt.compute_bytes} B = {ws:,} B")
-        for phase, tokens in (("prefill", ms.batch * prompt_len), ("decode", seqs))
-        if tokens > 1
+        phase: entry for phase, tokens in (("prefill", ms.batch * prompt_len), ("decode", seqs)) if tokens > 1
     }
     if not at:
         return None

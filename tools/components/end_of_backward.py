@@ -36,16 +36,19 @@ def end_of_backward(
         return None
     if lay.offload_optimizer:
         return None
-    if layer_full >= emb_tail:
-        tail_f = "A_first_layer"
-        tail_s = f"{tail:,} B"
-    else:
-        tail_f = f"G_embedding = {k} x V x h x B_grad"
-        tail_s = f"{k} x {ts.pb.embedding // lay.tp:,} x {ts.recipe.grad_bytes} B = {tail:,} B"
+
+    def texts() -> tuple[str, str]:
+        if layer_full >= emb_tail:
+            return "A_first_layer", f"{tail:,} B"
+        return (
+            f"G_embedding = {k} x V x h x B_grad",
+            f"{k} x {ts.pb.embedding // lay.tp:,} x {ts.recipe.grad_bytes} B = {tail:,} B",
+        )
+
     return phased(
         "end_of_backward_temporaries",
         "end_of_backward_temporaries",
         cite(acts.stage.source, "torch embedding_dense_backward"),
-        {"optimizer_step": (tail, tail_f, tail_s)},
+        {"optimizer_step": (tail, texts)},
         ts.role,
     )

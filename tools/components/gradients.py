@@ -30,10 +30,12 @@ def gradients(ts: TrainStep, notes: list[Note]) -> PhasedComponent | None:
         same(
             g_phases,
             grads,
-            f"P_trainable_local x {recipe.grad_bytes} B" + (" / N (ZeRO-2/3)" if g_div > 1 else ""),
-            f"{ts.trainable_local:,} x {recipe.grad_bytes} B"
-            + (f" / {ts.dp}" if g_div > 1 else "")
-            + f" = {grads:,} B",
+            lambda: (
+                f"P_trainable_local x {recipe.grad_bytes} B" + (" / N (ZeRO-2/3)" if g_div > 1 else ""),
+                f"{ts.trainable_local:,} x {recipe.grad_bytes} B"
+                + (f" / {ts.dp}" if g_div > 1 else "")
+                + f" = {grads:,} B",
+            ),
         ),
         ts.role,
         bits=recipe.grad_bytes * 8,

@@ -15,12 +15,16 @@ from tools.rules.kv_cache import SOURCE, kv_bytes, kv_specs
 def kv_cache(ms: ModelStep, prompt_len: int, seqs: int) -> PhasedComponent | None:
     specs = kv_specs(ms.arch, layers=ms.stage.n_layers, tp=ms.lay.tp, dtype_bytes=ms.rs.kv_dtype_bytes)
     per_tok = sum(s.bytes_per_token() for s in specs)
-    kv_f = "(" + " + ".join(s.formula() for s in specs) + ") x n_tok x n_seq"
-    kv_s = " + ".join(s.substituted() for s in specs)
     seq = ms.seq
     kv_pre, kv_dec = per_tok * prompt_len * seqs, kv_bytes(specs, seq, seqs)
+
+    def texts(n_tok: int, total: int) -> tuple[str, str]:
+        kv_f = "(" + " + ".join(s.formula() for s in specs) + ") x n_tok x n_seq"
+        kv_s = " + ".join(s.substituted() for s in specs)
+        return kv_f, f"({kv_s} = {per_tok:,} B) x {n_tok:,} x {seqs} = {total:,} B"
+
     at = {
-        "prefill": (kv_pre, kv_f, f"({kv_s} = {per_tok:,} B) x {prompt_len:,} x {seqs} = {kv_pre:,} B"),
-        "decode": (kv_dec, kv_f, f"({kv_s} = {per_tok:,} B) x {seq:,} x {seqs} = {kv_dec:,} B"),
+        "prefill": (kv_pre, lambda: texts(prompt_len, kv_pre)),
+        "decode": (kv_dec, lambda: texts(seq, kv_dec)),
     }
     return phased("kv_cache", "kv_cache", SOURCE, at, ms.role)

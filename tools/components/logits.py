@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from tools.components.phased import FWD_BWD, At, PhasedComponent, phased
+from tools.components.phased import FWD_BWD, At, PhasedComponent, made, phased
 from tools.components.step import ModelStep, TrainStep
 from tools.rules.logits import SOURCE, inference_logits, training_logits
 
@@ -26,7 +26,7 @@ def loss_logits(ts: TrainStep) -> At:
     tokens = ts.batch * max(1, ts.seq // ts.lay.cp)
     softcap = ts.recipe.activation_bytes if ts.arch.final_logit_softcapping else 0
     return {
-        ph: training_logits(tokens=tokens, vocab_local=ts.vocab_local, phase=ph, softcap_bytes=softcap)
+        ph: made(*training_logits(tokens=tokens, vocab_local=ts.vocab_local, phase=ph, softcap_bytes=softcap))
         for ph in FWD_BWD
     }
 
@@ -49,8 +49,8 @@ def sampling_logits(ms: ModelStep, batch: int, seqs: int) -> PhasedComponent | N
     if not ms.stage.last:
         return None
     at = {
-        "prefill": inference_logits(sequences=batch, vocab_local=ms.vocab_local),
-        "decode": inference_logits(sequences=seqs, vocab_local=ms.vocab_local),
+        "prefill": made(*inference_logits(sequences=batch, vocab_local=ms.vocab_local)),
+        "decode": made(*inference_logits(sequences=seqs, vocab_local=ms.vocab_local)),
     }
     return phased("logits", "logits.sampling", SOURCE, at, ms.role)
 
@@ -59,4 +59,4 @@ def all_position_logits(ms: ModelStep) -> PhasedComponent | None:
     if not ms.stage.last:
         return None
     lg = inference_logits(sequences=ms.batch, vocab_local=ms.vocab_local, positions=ms.seq)
-    return phased("logits", "logits.all_positions", SOURCE, {"forward": lg}, ms.role)
+    return phased("logits", "logits.all_positions", SOURCE, {"forward": made(*lg)}, ms.role)

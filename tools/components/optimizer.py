@@ -35,8 +35,10 @@ def master_weights(ts: TrainStep) -> PhasedComponent | None:
         same(
             TRAIN_PHASES,
             master,
-            f"P_trainable_local x {recipe.master_bytes} B{z}",
-            f"{ts.trainable_local:,} x {recipe.master_bytes} B{zs} = {master:,} B",
+            lambda: (
+                f"P_trainable_local x {recipe.master_bytes} B{z}",
+                f"{ts.trainable_local:,} x {recipe.master_bytes} B{zs} = {master:,} B",
+            ),
         ),
         ts.role,
     )
@@ -48,19 +50,23 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
     recipe, opt, spec = ts.recipe, ts.opt, ts.trainable
     z, zs = _zero_text(ts)
     states = round(opt.state_bytes(spec, recipe.state_bytes) * ts.trainable_share) // ts.lay.states_divisor
-    formula = (
-        f"{opt.state_formula()} (B_state = {recipe.state_bytes} B)"
-        + (" x P_trainable_local / P_trainable" if ts.trainable_local != spec.params else "")
-        + z
-    )
-    subst = _states_subst(
-        opt.state_substituted(spec, recipe.state_bytes), ts.trainable_local, spec.params, zs
-    )
+
+    def texts() -> tuple[str, str]:
+        formula = (
+            f"{opt.state_formula()} (B_state = {recipe.state_bytes} B)"
+            + (" x P_trainable_local / P_trainable" if ts.trainable_local != spec.params else "")
+            + z
+        )
+        subst = _states_subst(
+            opt.state_substituted(spec, recipe.state_bytes), ts.trainable_local, spec.params, zs
+        )
+        return formula, subst + f" = {states:,} B"
+
     return phased(
         "optimizer_states",
         "optimizer_states",
         opt.source,
-        same(TRAIN_PHASES, states, formula, subst + f" = {states:,} B"),
+        same(TRAIN_PHASES, states, texts),
         ts.role,
         optimizer=opt.name,
         note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
@@ -85,21 +91,30 @@ def step_temporaries(ts: TrainStep) -> PhasedComponent | None:
         transient = (
             round(ts.opt.step_transient_bytes(ts.trainable, recipe.state_bytes) * ts.trainable_share) // s_div
         )
-    temp_f, temp_s = [], []
-    if transient:
-        temp_f.append("T_foreach = P_trainable_local x B_state")
-        temp_s.append(f"{transient:,} B")
-    if lay.zero_stage >= 1 and recipe.master_bytes and ts.dp > 1:  # N = 1: ZeRO shards nothing
+    foreach, part = transient, 0
+    partitioned = bool(
+        lay.zero_stage >= 1 and recipe.master_bytes and ts.dp > 1
+    )  # N = 1: ZeRO shards nothing
+    if partitioned:
         part = ts.trainable_local * cal.ZERO_FP32_GRAD_PARTITION_BYTES // s_div
         transient += part
-        temp_f.append("G_fp32_partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
-        temp_s.append(f"{part:,} B")
     if not transient:
         return None
+
+    def texts() -> tuple[str, str]:
+        temp_f, temp_s = [], []
+        if foreach:
+            temp_f.append("T_foreach = P_trainable_local x B_state")
+            temp_s.append(f"{foreach:,} B")
+        if partitioned:
+            temp_f.append("G_fp32_partition = P_trainable_local x 4 B / N (DeepSpeed ZeRO-1/2)")
+            temp_s.append(f"{part:,} B")
+        return " + ".join(temp_f), " + ".join(temp_s) + f" = {transient:,} B"
+
     return phased(
         "optimizer_step_temporaries",
         "optimizer_step_temporaries",
         "torch/optim/adamw.py _multi_tensor_adamw; DeepSpeed stage_1_and_2.py",
-        {"optimizer_step": (transient, " + ".join(temp_f), " + ".join(temp_s) + f" = {transient:,} B")},
+        {"optimizer_step": (transient, texts)},
         ts.role,
     )

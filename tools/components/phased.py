@@ -6,6 +6,7 @@ each phase, with the formula, the substituted figures and the source. The footpr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -18,7 +19,9 @@ GENERATE_PHASES = ("prefill", "decode")
 FORWARD_PHASES = ("forward",)
 FWD_BWD = ("end_of_forward", "backward")
 
-Entry = tuple[int, str, str]  # (bytes, formula, substituted)
+# (formula, substituted) made on demand: only a shown component needs them (the planner sums bytes)
+Texts = Callable[[], tuple[str, str]]
+Entry = tuple[int, Texts]  # (bytes, texts)
 At = dict[str, Entry]  # phase -> entry; an absent phase = not resident
 
 
@@ -54,12 +57,13 @@ class PhasedComponent:
         return built
 
     def _component(self, entry: Entry) -> Component:
+        formula, substituted = entry[1]()
         return Component.model_construct(
             name=self.name,
             bytes=int(entry[0]),
             kind="tensor",
-            formula=entry[1],
-            substituted=entry[2],
+            formula=formula,
+            substituted=substituted,
             source=self.source,
             label=None,
             label_code=self.label,
@@ -93,9 +97,25 @@ class ModelFootprint:
         return self.bytes_at(self.peak_phase())
 
 
-def same(phases: tuple[str, ...], value: int, formula: str, subst: str) -> At:
+def same(phases: tuple[str, ...], value: int, texts: Texts) -> At:
     """The same entry at every phase of `phases` (a tensor alive through them all)."""
-    return {ph: (value, formula, subst) for ph in phases}
+    return dict.fromkeys(phases, (value, texts))
+
+
+def made(value: int, formula: str, substituted: str) -> Entry:
+    """An entry of texts a rule has already made (tools/rules/* return (bytes, formula, substituted))."""
+    return value, lambda: (formula, substituted)
+
+
+def derived(entry: Entry, value: int, formula_tail: str, subst_tail: Callable[[str], str]) -> Entry:
+    """`entry` rescaled to `value`: its formula + `formula_tail`, `subst_tail(its substituted)`."""
+    texts = entry[1]
+
+    def more() -> tuple[str, str]:
+        formula, subst = texts()
+        return formula + formula_tail, subst_tail(subst)
+
+    return value, more
 
 
 @lru_cache(maxsize=1024)

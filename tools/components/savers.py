@@ -40,7 +40,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tools.assumptions import assumption
-from tools.components.phased import PhasedComponent, cite
+from tools.components.phased import PhasedComponent, cite, derived
 from tools.notes import Note, note
 from tools.result import Assumption
 
@@ -86,13 +86,11 @@ def cross_entropy_logits(ts: TrainStep) -> dict | None:
         return {
             "end_of_forward": (
                 fwd,
-                "s*b*V/t x (2 + 4 + 4/8) B",
-                f"{el:,} x {CHUNKED_CE_FORWARD_BYTES} B = {fwd:,} B",
+                lambda: ("s*b*V/t x (2 + 4 + 4/8) B", f"{el:,} x {CHUNKED_CE_FORWARD_BYTES} B = {fwd:,} B"),
             ),
             "backward": (
                 bwd,
-                "s*b*V/t x (4 + 10/8) B",
-                f"{el:,} x {CHUNKED_CE_BACKWARD_BYTES} B = {bwd:,} B",
+                lambda: ("s*b*V/t x (4 + 10/8) B", f"{el:,} x {CHUNKED_CE_BACKWARD_BYTES} B = {bwd:,} B"),
             ),
         }
     h = ts.arch.hidden_size
@@ -105,10 +103,12 @@ def cross_entropy_logits(ts: TrainStep) -> dict | None:
     return {
         "end_of_forward": (
             fwd,
-            "grad_input + grad_weight + n_chunk x V/t x (2 + 4 + 4) B",
-            f"{grad_in:,} + {grad_w:,} + {chunk:,} x {vocab_local:,} x {LIGER_CHUNK_LOGIT_BYTES} B = {fwd:,} B",
+            lambda: (
+                "grad_input + grad_weight + n_chunk x V/t x (2 + 4 + 4) B",
+                f"{grad_in:,} + {grad_w:,} + {chunk:,} x {vocab_local:,} x {LIGER_CHUNK_LOGIT_BYTES} B = {fwd:,} B",
+            ),
         ),
-        "backward": (grad_in + grad_w, "grad_input + grad_weight", f"{grad_in + grad_w:,} B"),
+        "backward": (grad_in + grad_w, lambda: ("grad_input + grad_weight", f"{grad_in + grad_w:,} B")),
     }
 
 
@@ -160,7 +160,8 @@ def _optimizer_in_backward(
     assert rs.recipe is not None
     parts = [p for p in parts if p.name not in ("gradients", "end_of_backward_temporaries")]
     largest = max((r * c for r, c, _k in (rs.trainable.matrices if rs.trainable else ())), default=0)
-    g = largest * rs.recipe.grad_bytes // max(1, lay.tp)
+    grad_bytes = rs.recipe.grad_bytes
+    g = largest * grad_bytes // max(1, lay.tp)
     parts.append(
         _phased(
             "gradients",
@@ -169,8 +170,7 @@ def _optimizer_in_backward(
             {
                 "backward": (
                     g,
-                    "P_largest_tensor x B_grad",
-                    f"{largest:,} x {rs.recipe.grad_bytes} B",
+                    lambda: ("P_largest_tensor x B_grad", f"{largest:,} x {grad_bytes} B"),
                 )
             },
             ts.role,
@@ -197,9 +197,9 @@ def _offloaded_layer_inputs(
     in_flight = stage.in_flight
     moved = layer_in * n_layers * in_flight
     at = {}
-    for ph, (b, f, s) in p.at.items():
-        nb = max(0, b - moved)
-        at[ph] = (nb, f + " - A_offloaded", f"{s} - {moved:,} B = {nb:,} B")
+    for ph, entry in p.at.items():
+        nb = max(0, entry[0] - moved)
+        at[ph] = derived(entry, nb, " - A_offloaded", lambda s, nb=nb: f"{s} - {moved:,} B = {nb:,} B")
     parts[i] = replace(p, label="activations.offloaded", at=at)  # same values (recompute, kernel)
     notes.append(note("activation_offloading"))
     return parts
@@ -230,10 +230,9 @@ def _master_weight_wrapper(
                     "fp32_gradient_buffer",
                     "fp32_gradient_buffer",
                     SAVER_SOURCES["bf16_optimizer"],
-                    {
-                        ph: (extra, "P_trainable_local x 4 B", f"{local:,} x 4 B = {extra:,} B")
-                        for ph in phases
-                    },
+                    dict.fromkeys(
+                        phases, (extra, lambda: ("P_trainable_local x 4 B", f"{local:,} x 4 B = {extra:,} B"))
+                    ),
                     role,
                 )
             )
@@ -247,8 +246,7 @@ def _master_weight_wrapper(
                     {
                         "optimizer_step": (
                             extra,
-                            "P_trainable_local x (4 + 4) B",
-                            f"{local:,} x 8 B = {extra:,} B",
+                            lambda: ("P_trainable_local x (4 + 4) B", f"{local:,} x 8 B = {extra:,} B"),
                         )
                     },
                     role,
@@ -292,12 +290,10 @@ def _pipeline_schedule(rs: ResolvedScenario, parts: list[PhasedComponent], stage
             out.append(p)
             continue
         at = {}
-        for ph, (b, f, s) in p.at.items():
-            nb = round(b * ratio)
-            at[ph] = (
-                nb,
-                f + " x m_schedule / m_1F1B",
-                f"{s} x {new:g}/{base:g} = {nb:,} B",
+        for ph, entry in p.at.items():
+            nb = round(entry[0] * ratio)
+            at[ph] = derived(
+                entry, nb, " x m_schedule / m_1F1B", lambda s, nb=nb: f"{s} x {new:g}/{base:g} = {nb:,} B"
             )
         out.append(replace(p, at=at))
     values = {"schedule": schedule, "stage": stage.index + 1, "stages": lay.pp, "in_flight": f"{new:g}"}

@@ -25,13 +25,17 @@ def zero3_gathered(ts: TrainStep) -> PhasedComponent | None:
         {
             "end_of_forward": (
                 gathered,
-                "(P_largest_layer + min(P_prefetch, P_largest_layer)) x B_w",
-                f"{live:,} x {wb} B = {gathered:,} B",
+                lambda: (
+                    "(P_largest_layer + min(P_prefetch, P_largest_layer)) x B_w",
+                    f"{live:,} x {wb} B = {gathered:,} B",
+                ),
             ),
             "backward": (
                 bwd,
-                "P_gathered x B_w + P_largest_layer x B_grad",
-                f"{live:,} x {wb} B + {loc.largest_gathered:,} x {recipe.grad_bytes} B = {bwd:,} B",
+                lambda: (
+                    "P_gathered x B_w + P_largest_layer x B_grad",
+                    f"{live:,} x {wb} B + {loc.largest_gathered:,} x {recipe.grad_bytes} B = {bwd:,} B",
+                ),
             ),
         },
         ts.role,
