@@ -27,7 +27,7 @@ from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
-from tools.rules.activations import inference_transient
+from tools.rules.activations import inference_transient_entry
 from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.rules.overhead import overhead_bytes, overhead_components
@@ -199,7 +199,7 @@ def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacit
     prefill = phase_components.get("prefill", [])
     static = sum(c.bytes for c in prefill if c.name in ("weights", "quant_metadata", "logits"))
     profile_tokens = min(cal.VLLM_PROFILE_TOKENS, rs.seq * rs.batch)
-    transient, _, _ = inference_transient(
+    transient, _ = inference_transient_entry(
         rs.model.arch, b=1, s=profile_tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=lay.tp
     )
     non_kv = static + transient + sum(c.bytes for c in overhead if c.name != "allocator_slack")
@@ -238,7 +238,7 @@ def _engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str) -> EngineInputs:
     overhead = sum(c.bytes for c in pk.overhead if c.name != "allocator_slack")
 
     def activation(tokens: int) -> int:
-        return inference_transient(
+        return inference_transient_entry(
             arch, b=1, s=tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=tp
         )[0]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tools.components.phased import Entry, PhasedComponent, made, phased
+from tools.components.phased import Entry, PhasedComponent, phased
 from tools.components.step import ModelStep, TrainStep, trainable_layers_on_stage
 from tools.model.lora import decoder_linears
 from tools.rules.activations import FULL_MASK, SaveMask, StageActivations, final_norm_bytes, stage_activations
@@ -125,8 +125,7 @@ def activations_part(
     )
 
 
-def forward_transient(ms: ModelStep, at: dict[str, tuple[int, str, str]]) -> PhasedComponent | None:
-    """The no-grad forward transient at each phase (tools.rules.activations.inference_transient's
-    (bytes, formula, substituted))."""
-    at_entries = {ph: made(*e) for ph, e in at.items()}
-    return phased("activations", TRANSIENT_LABEL, TRANSIENT_SOURCE, at_entries, ms.role)
+def forward_transient(ms: ModelStep, at: dict[str, Entry]) -> PhasedComponent | None:
+    """The no-grad forward transient at each phase (entries from
+    tools.rules.activations.inference_transient_entry)."""
+    return phased("activations", TRANSIENT_LABEL, TRANSIENT_SOURCE, at, ms.role)

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from tools.components.phased import FWD_BWD, At, PhasedComponent, made, phased
+from tools.components.phased import FWD_BWD, At, PhasedComponent, phased
 from tools.components.step import ModelStep, TrainStep
-from tools.rules.logits import SOURCE, inference_logits, training_logits
+from tools.rules.logits import SOURCE, inference_logits_entry, training_logits_entry
 
 
 def loss_logits(ts: TrainStep) -> At:
@@ -26,7 +26,7 @@ def loss_logits(ts: TrainStep) -> At:
     tokens = ts.batch * max(1, ts.seq // ts.lay.cp)
     softcap = ts.recipe.activation_bytes if ts.arch.final_logit_softcapping else 0
     return {
-        ph: made(*training_logits(tokens=tokens, vocab_local=ts.vocab_local, phase=ph, softcap_bytes=softcap))
+        ph: training_logits_entry(tokens=tokens, vocab_local=ts.vocab_local, phase=ph, softcap_bytes=softcap)
         for ph in FWD_BWD
     }
 
@@ -49,8 +49,8 @@ def sampling_logits(ms: ModelStep, batch: int, seqs: int) -> PhasedComponent | N
     if not ms.stage.last:
         return None
     at = {
-        "prefill": made(*inference_logits(sequences=batch, vocab_local=ms.vocab_local)),
-        "decode": made(*inference_logits(sequences=seqs, vocab_local=ms.vocab_local)),
+        "prefill": inference_logits_entry(sequences=batch, vocab_local=ms.vocab_local),
+        "decode": inference_logits_entry(sequences=seqs, vocab_local=ms.vocab_local),
     }
     return phased("logits", "logits.sampling", SOURCE, at, ms.role)
 
@@ -58,5 +58,5 @@ def sampling_logits(ms: ModelStep, batch: int, seqs: int) -> PhasedComponent | N
 def all_position_logits(ms: ModelStep) -> PhasedComponent | None:
     if not ms.stage.last:
         return None
-    lg = inference_logits(sequences=ms.batch, vocab_local=ms.vocab_local, positions=ms.seq)
-    return phased("logits", "logits.all_positions", SOURCE, {"forward": made(*lg)}, ms.role)
+    lg = inference_logits_entry(sequences=ms.batch, vocab_local=ms.vocab_local, positions=ms.seq)
+    return phased("logits", "logits.all_positions", SOURCE, {"forward": lg}, ms.role)

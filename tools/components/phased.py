@@ -102,11 +102,6 @@ def same(phases: tuple[str, ...], value: int, texts: Texts) -> At:
     return dict.fromkeys(phases, (value, texts))
 
 
-def made(value: int, formula: str, substituted: str) -> Entry:
-    """An entry of texts a rule has already made (tools/rules/* return (bytes, formula, substituted))."""
-    return value, lambda: (formula, substituted)
-
-
 def derived(entry: Entry, value: int, formula_tail: str, subst_tail: Callable[[str], str]) -> Entry:
     """`entry` rescaled to `value`: its formula + `formula_tail`, `subst_tail(its substituted)`."""
     texts = entry[1]

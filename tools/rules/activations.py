@@ -17,6 +17,7 @@ batches in flight, so the first stage holds p micro-batches of its L/p layers (~
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tools import calibration as cal
@@ -109,8 +110,15 @@ class LayerActivations:
     full: int  # everything saved without recompute
     core: int  # the attention-core part selective recompute drops
     layer_input: int  # the layer's input, what full recompute keeps
-    formula: str
-    substituted: str
+    texts: Callable[[], tuple[str, str]]  # (formula, substituted), made only when shown
+
+    @property
+    def formula(self) -> str:
+        return self.texts()[0]
+
+    @property
+    def substituted(self) -> str:
+        return self.texts()[1]
 
 
 def _div(x: float, t: int) -> float:
@@ -158,9 +166,11 @@ class GptBlock:
             formula = f"A_layer = s x b x h x ({coeff_text}) + 5 x a x s^2 x b / t"
             core_text = f"5 x {a} x {s}^2 x {b} / {tp}"
         full = int(base + core)
-        subst = f"{s} x {b} x {h} x ({coeff_text}) x {scale:g} + {core_text} = {full:,} B"
         return LayerActivations(
-            full, int(core), s * b * h * residual_bytes // (tp if sp else 1), formula, subst
+            full,
+            int(core),
+            s * b * h * residual_bytes // (tp if sp else 1),
+            lambda: (formula, f"{s} x {b} x {h} x ({coeff_text}) x {scale:g} + {core_text} = {full:,} B"),
         )
 
 
@@ -205,16 +215,20 @@ class LlamaBlock:
         per_tok = norm / norm_div + (attn + mlp) / tp
         full = int(tok * per_tok + core)
         # readable: bytes saved per token by the norms, the attention projections and the MLP, then the core
-        norm_tok, attn_tok, mlp_tok = norm / norm_div, attn / tp, mlp / tp
-        formula = (
-            "A_layer = s x b x (B_norms + B_attn/t + B_mlp/t)"
-            if tp > 1
-            else "A_layer = s x b x (B_norms + B_attn + B_mlp)"
-        ) + {"flash": " + A_core (flash)", "math": " + A_core (SDPA math)"}.get(kernel, " + A_core (eager)")
-        subst = f"{s:,} x {b} x ({norm_tok:,.0f} + {attn_tok:,.0f} + {mlp_tok:,.0f}) B + {core:,.0f} B = {full:,} B"
-        return LayerActivations(
-            full, int(core), tok * h * residual_bytes // (tp if sp else 1), formula, subst
-        )
+
+        def texts() -> tuple[str, str]:
+            norm_tok, attn_tok, mlp_tok = norm / norm_div, attn / tp, mlp / tp
+            formula = (
+                "A_layer = s x b x (B_norms + B_attn/t + B_mlp/t)"
+                if tp > 1
+                else "A_layer = s x b x (B_norms + B_attn + B_mlp)"
+            ) + {"flash": " + A_core (flash)", "math": " + A_core (SDPA math)"}.get(
+                kernel, " + A_core (eager)"
+            )
+            subst = f"{s:,} x {b} x ({norm_tok:,.0f} + {attn_tok:,.0f} + {mlp_tok:,.0f}) B + {core:,.0f} B = {full:,} B"
+            return formula, subst
+
+        return LayerActivations(full, int(core), tok * h * residual_bytes // (tp if sp else 1), texts)
 
     def _norm_bytes(
         self, arch: Architecture, B: int, residual_bytes: int, mask: SaveMask
@@ -378,9 +392,15 @@ class HfGpt2Block:
             core = cal.KORTHIKANTI_SCORES * a * s * s * b * act_bytes / 2
             core_text = "5 x a x s^2 x b x B/2 (eager)"
         full = int(base + core)
-        formula = f"A_layer = s x b x h x {coeff:g} + {core_text}"
-        subst = f"{s:,} x {b} x {h} x {coeff:g} + {int(core):,} B = {full:,} B"
-        return LayerActivations(full, int(core), s * b * h * residual_bytes, formula, subst)
+        return LayerActivations(
+            full,
+            int(core),
+            s * b * h * residual_bytes,
+            lambda: (
+                f"A_layer = s x b x h x {coeff:g} + {core_text}",
+                f"{s:,} x {b} x {h} x {coeff:g} + {int(core):,} B = {full:,} B",
+            ),
+        )
 
 
 def block_for(arch: Architecture) -> GptBlock | LlamaBlock | HfGpt2Block:
@@ -394,21 +414,40 @@ class StageActivations:
     """Saved activations of one pipeline stage: the peak, what is kept through backward and what lives only while a recomputed layer runs."""
 
     bytes: int  # at the largest moment: kept + live
-    formula: str
-    substituted: str
     source: str
+    # (formula, substituted, kept_formula, kept_substituted), made only when shown; the kept texts
+    # describe `kept` alone (full recompute: without the recomputed layer)
+    texts: Callable[[], tuple[str, str, str, str]]
     kept: int = 0  # saved through forward and backward (all layers; full recompute: the layer inputs)
     live: int = 0  # full recompute: the recomputed layer's activations, only while its backward runs
     layer_full: int = 0  # one layer's full saved set (the last layer's backward runs with it alive)
-    kept_formula: str = ""  # `kept` alone (full recompute: without the recomputed layer)
-    kept_substituted: str = ""
+
+    @property
+    def formula(self) -> str:
+        return self.texts()[0]
+
+    @property
+    def substituted(self) -> str:
+        return self.texts()[1]
+
+    @property
+    def kept_formula(self) -> str:
+        return self.texts()[2]
+
+    @property
+    def kept_substituted(self) -> str:
+        return self.texts()[3]
 
 
 class NoRecompute:
     name = "none"
 
+    def total(self, layer: LayerActivations, n_layers: int, in_flight: int) -> int:
+        return in_flight * n_layers * layer.full
+
     def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
-        total = in_flight * n_layers * layer.full
+        """(total, formula, substituted)."""
+        total = self.total(layer, n_layers, in_flight)
         return (
             total,
             "m_flight x L_local x A_layer",
@@ -419,9 +458,12 @@ class NoRecompute:
 class SelectiveRecompute:
     name = "selective"
 
+    def total(self, layer: LayerActivations, n_layers: int, in_flight: int) -> int:
+        return in_flight * n_layers * (layer.full - layer.core)
+
     def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
-        kept = layer.full - layer.core
-        total = in_flight * n_layers * kept
+        """(total, formula, substituted)."""
+        total = self.total(layer, n_layers, in_flight)
         return (
             total,
             "m_flight x L_local x (A_layer - A_core)",
@@ -432,9 +474,13 @@ class SelectiveRecompute:
 class FullRecompute:
     name = "full"
 
+    def total(self, layer: LayerActivations, n_layers: int, in_flight: int) -> int:
+        return in_flight * n_layers * layer.layer_input + cal.RECOMPUTE_LIVE_LAYERS * layer.full
+
     def stage(self, layer: LayerActivations, n_layers: int, in_flight: int) -> tuple[int, str, str]:
+        """(total, formula, substituted)."""
         live = cal.RECOMPUTE_LIVE_LAYERS * layer.full
-        total = in_flight * n_layers * layer.layer_input + live
+        total = self.total(layer, n_layers, in_flight)
         return (
             total,
             "m_flight x L_local x A_in + A_recomputed",
@@ -479,32 +525,45 @@ def stage_activations(
         mask=mask,
         kernel=kernel,
     )
-    total, formula, subst = RECOMPUTE[recompute].stage(layer, n_layers, in_flight)
+    rule = RECOMPUTE[recompute]
+    total = rule.total(layer, n_layers, in_flight)
     live = cal.RECOMPUTE_LIVE_LAYERS * layer.full if recompute == "full" else 0
-    kept_f, kept_s = f"{formula}; {layer.formula}", f"{subst}; A_layer = {layer.substituted}"
-    if live:
-        kept_f = f"m_flight x L_local x A_in; {layer.formula}"
-        kept_s = (
-            f"{in_flight} x {n_layers} x {layer.layer_input:,} B = {total - live:,} B"
-            f"; A_layer = {layer.substituted}"
-        )
+
+    def texts() -> tuple[str, str, str, str]:
+        _, formula, subst = rule.stage(layer, n_layers, in_flight)
+        layer_f, layer_s = layer.texts()
+        kept_f, kept_s = f"{formula}; {layer_f}", f"{subst}; A_layer = {layer_s}"
+        if live:
+            kept_f = f"m_flight x L_local x A_in; {layer_f}"
+            kept_s = (
+                f"{in_flight} x {n_layers} x {layer.layer_input:,} B = {total - live:,} B"
+                f"; A_layer = {layer_s}"
+            )
+        return f"{formula}; {layer_f}", f"{subst}; A_layer = {layer_s}", kept_f, kept_s
+
     return StageActivations(
         total,
-        f"{formula}; {layer.formula}",
-        f"{subst}; A_layer = {layer.substituted}",
         block.source,
+        texts,
         kept=total - live,
         live=live,
         layer_full=layer.full if n_layers else 0,
-        kept_formula=kept_f,
-        kept_substituted=kept_s,
     )
 
 
 def inference_transient(
     arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
 ) -> tuple[int, str, str]:
-    """Largest live set inside one layer during a no-grad forward over s tokens of b sequences."""
+    """(bytes, formula, substituted) of the largest live set inside one layer during a no-grad forward
+    over s tokens of b sequences."""
+    total, texts = inference_transient_entry(arch, b=b, s=s, act_bytes=act_bytes, flash=flash, tp=tp)
+    return total, *texts()
+
+
+def inference_transient_entry(
+    arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
+) -> tuple[int, Callable[[], tuple[str, str]]]:
+    """`inference_transient` as (bytes, a callable making (formula, substituted) when shown)."""
     B, h, a = act_bytes, arch.hidden_size, arch.num_attention_heads
     if arch.is_moe:
         moe_i = int(arch.moe_intermediate_size or arch.intermediate_size)
@@ -520,12 +579,11 @@ def inference_transient(
     per_tok = (cal.INFERENCE_TRANSIENT_H_COPIES * B + cal.INFERENCE_FP32_NORM_BYTES) * h + (
         i_copies * B * width_i
     ) / tp
-    extra_text = ""
+    mla = 0.0
     if arch.kv_lora_rank:  # transformers MLA decompresses per-head q, k (nope + rope) and v for the prompt
         qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
         mla = B * a * (2 * qk + int(arch.v_head_dim or arch.d_head)) / tp
         per_tok += mla
-        extra_text = f" + {mla:,.0f}"
     scores = 0.0
     if not flash:
         # softmax input + fp32 output + cast probabilities per score; the (b, 1, s, s) 16-bit masks
@@ -533,23 +591,29 @@ def inference_transient(
         n_masks = 2 if arch.sliding_window else 1
         scores = (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp + n_masks * B * s * s * b
         per_tok += 2 * B * a * arch.d_head / tp
-        extra_text += f" + {2 * B * a * arch.d_head // tp:,}"
     total = int(tok * per_tok + scores)
-    inner = f"(2 x B + 4) x h + {i_copies} x B x i / t" + (" + B_mla" if arch.kv_lora_rank else "")
-    formula = (
-        f"s x b x ({inner})"
-        if flash
-        else (
-            f"s x b x ({inner} + 2 x B x a x d / t) + ((4 + 2 x B) x a / t + n_masks x B) x s^2 x b (eager)"
+
+    def texts() -> tuple[str, str]:
+        extra_text = f" + {mla:,.0f}" if arch.kv_lora_rank else ""
+        if not flash:
+            extra_text += f" + {2 * B * a * arch.d_head // tp:,}"
+        inner = f"(2 x B + 4) x h + {i_copies} x B x i / t" + (" + B_mla" if arch.kv_lora_rank else "")
+        formula = (
+            f"s x b x ({inner})"
+            if flash
+            else (
+                f"s x b x ({inner} + 2 x B x a x d / t) + ((4 + 2 x B) x a / t + n_masks x B) x s^2 x b (eager)"
+            )
         )
-    )
-    subst = (
-        f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + {i_copies} x {B} x {width_i:,} / {tp}"
-        f"{extra_text}) B"
-    )
-    if scores:
-        subst += f" + {int(scores):,} B"
-    return total, formula, subst + f" = {total:,} B"
+        subst = (
+            f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + {i_copies} x {B} x {width_i:,} / {tp}"
+            f"{extra_text}) B"
+        )
+        if scores:
+            subst += f" + {int(scores):,} B"
+        return formula, subst + f" = {total:,} B"
+
+    return total, texts
 
 
 def final_norm_bytes(
