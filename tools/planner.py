@@ -37,7 +37,7 @@ Cost model (documented ordering; lower is better, compared in this order):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,8 +138,8 @@ def _compose(moves: Iterable[Move]) -> Candidate:
     kept: list[Move] = []
     changes: dict[str, Any] = {}
     for mv in moves:
-        keys = set(mv.changes) | set(mv.drops)
-        kept = [m for m in kept if not set(m.changes) <= keys]
+        keys = mv.changes.keys() | set(mv.drops)
+        kept = [m for m in kept if not m.changes.keys() <= keys]
         kept.append(mv)
         for name in mv.drops:
             changes.pop(name, None)
@@ -149,7 +149,7 @@ def _compose(moves: Iterable[Move]) -> Candidate:
 
 def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
     """What the changed job gives up (module docstring, cost model item 2)."""
-    new = {**base.model_dump(include=set(changes)), **changes}
+    new = {**{f: getattr(base, f) for f in changes}, **changes}  # the fields read below are plain values
     rank = FIDELITY_FULL
     task = new.get("task", base.task)
     if (task == "lora" and base.task != "lora") or (
@@ -576,7 +576,9 @@ class _Search:
     estimate_fn: Callable[[Scenario], Fit]
     max_gpus: int
     evaluated: int = 0
-    cache: dict[str, Fit | None] = field(default_factory=dict)
+    cache: dict[Hashable, Fit | None] = field(default_factory=dict)
+    resolved_cache: dict[Hashable, Scenario] = field(default_factory=dict)
+    heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int], Any]] = field(default_factory=dict)
     valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
     validated: dict[tuple[str, str], Any] = field(default_factory=dict)  # field values validated so far
 
@@ -587,7 +589,7 @@ class _Search:
         # a change to the value the stated scenario already has is no change (merged() gives the same
         # scenario): candidates that differ only by such changes share one estimate
         changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
-        key = repr(sorted(changes.items(), key=lambda kv: kv[0]))
+        key = _changes_key(changes)
         if key in self.cache:
             return self.cache[key]
         result: Fit | None
@@ -613,8 +615,32 @@ class _Search:
         return self.valid.merged_checked(self.validated, **changes)
 
     def resolved(self, changes: dict[str, Any]) -> Scenario:
-        """The base's resolved scenario with `changes`: what levers inspect."""
-        return self.base.scenario.model_copy(update=changes)
+        """The base's resolved scenario with `changes`: what levers inspect (they only read it: one copy
+        per distinct changes)."""
+        key = _changes_key(changes)
+        got = self.resolved_cache.get(key)
+        if got is None:
+            got = self.resolved_cache[key] = self.base.scenario.model_copy(update=changes)
+        return got
+
+    def heads(self, s: Scenario) -> tuple[int, int, int]:
+        """`_heads(s)`, once per model of the search (the architecture keyed by identity, kept alive here)."""
+        key = (s.model, s.params, id(s.architecture))
+        got = self.heads_cache.get(key)
+        if got is None:
+            got = self.heads_cache[key] = (_heads(s), s.architecture)
+        return got[0]
+
+
+def _changes_key(changes: dict[str, Any]) -> Hashable:
+    """A cache key of `changes`: equal for equal fields and values of equal types; unhashable values
+    (lists) are keyed by the repr of the sorted items."""
+    key = tuple((k, type(v), v) for k, v in sorted(changes.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return repr(sorted(changes.items()))
+    return key
 
 
 def _fit_of_estimate(est: Estimate) -> Fit:
@@ -650,11 +676,13 @@ def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
     return tp
 
 
-def _layouts(s: Scenario, n: int, stated_fields: set[str]) -> list[dict[str, Any]]:
+def _layouts(
+    s: Scenario, n: int, stated_fields: set[str], heads: tuple[int, int, int] | None = None
+) -> list[dict[str, Any]]:
     """Ways the job's own strategy spreads over n GPUs, cheapest first: training keeps stated TP/PP and
     adds ZeRO-3 over the data-parallel ranks unless a ZeRO stage was stated, then (TP not stated) TP up
     to 8 with sequence parallel; inference (TP/PP not stated) uses TP up to 8 then PP."""
-    heads, kv, layers = _heads(s)
+    heads, kv, layers = heads or _heads(s)
     tp, pp = s.tp or 1, s.pp or 1
     out: list[dict[str, Any]] = []
     if s.task == "inference":
@@ -687,7 +715,7 @@ def _fit_at(
         est = search.run(extra)
         if est is not None and est.fits:
             return dict(extra), est
-    for lay in _layouts(s, n, stated_fields):
+    for lay in _layouts(s, n, stated_fields, search.heads(s)):
         changes = {**extra, **lay}
         est = search.run(changes)
         if est is not None and est.fits:
