@@ -290,6 +290,7 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
             label_code=t.label,
             label_values=dict(t.label_values),
             model_role=None,
+            note_code=None,
             note=None,
         )
         for t in result.terms

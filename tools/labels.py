@@ -4,6 +4,8 @@
 `prompts/<lang>/components.toml` (service/agent/component_text.py; the English one also fills
 `Component.label` in the JSON users see). `LABEL_CODES` lists every code the estimator can emit with the
 values its template may use; tests/test_component_labels.py checks each has a template in every language.
+`Component.note_code` likewise names a remark on a component (`NOTE_CODES`, templates in the same file's
+[notes]; the English one fills `Component.note`).
 """
 
 from __future__ import annotations
@@ -58,3 +60,11 @@ LABEL_CODES: dict[str, tuple[str, ...]] = {
     # RL (tools/rl.py)
     "vllm_reservation": (),
 }
+
+# a remark on a component (no values)
+NOTE_CODES: tuple[str, ...] = (
+    "optimizer.paged",  # paged optimizer states (tools/components/optimizer.py)
+    "zero3.gathered_layer",  # the layer gathered during a ZeRO-3 scoring forward (tools/rl.py)
+    "rl.generation_gathers_weights",  # TRL gathers the ZeRO-3 weights to generate (tools/rl.py)
+    "rl.reference_adapters_disabled",  # PEFT reference = the policy with adapters off (tools/rl.py)
+)

@@ -32,6 +32,9 @@ class Component(BaseModel):
     # readers; None straight out of tools.estimator
     label: str | None = None
     model_role: str | None = None  # RL: actor, critic, reference, reward; None for single-model jobs
+    # a remark on it, as a code (tools/labels.py NOTE_CODES); the words are each channel's
+    note_code: str | None = None
+    # that remark in English, filled at the edge (service/agent/component_text.py) for JSON readers
     note: str | None = None
 
 

@@ -20,7 +20,7 @@ from string import Template
 from typing import Any
 
 from service.agent.assumption_text import assumption_text
-from service.agent.component_text import component_label_text
+from service.agent.component_text import component_label_text, component_note_text
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
@@ -450,8 +450,9 @@ def _component_lines(c: Component, language: str) -> list[str]:
         )
     if c.source:
         out.append(_fill(language, "text", "component_source", source=c.source))
-    if c.note and _tpl(language, "text", "component_note") and language == "en":
-        out.append(_fill(language, "text", "component_note", note=c.note))
+    remark = component_note_text(c, language)
+    if remark and _tpl(language, "text", "component_note"):
+        out.append(_fill(language, "text", "component_note", note=remark))
     return out
 
 

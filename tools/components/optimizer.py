@@ -63,7 +63,7 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
         same(TRAIN_PHASES, states, formula, subst + f" = {states:,} B"),
         ts.role,
         optimizer=opt.name,
-        note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
+        note_code="optimizer.paged" if opt.paged else None,
     )
 
 

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from service.agent.assumption_text import assumption_text
-from service.agent.component_text import component_label_text
+from service.agent.component_text import component_label_text, component_note_text
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -128,8 +128,9 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
         }
         if c.model_role:
             item["model_role"] = c.model_role
-        if c.note:
-            item["note"] = c.note
+        remark = component_note_text(c, "en")
+        if remark:
+            item["note"] = remark
         components.append(item)
     view: dict[str, Any] = {
         "scenario": est.scenario.model_dump(
