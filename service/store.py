@@ -68,6 +68,7 @@ MAX_STATE_TURNS = 20  # turns of history an agent gets with a follow-up
 MAX_STATES_PER_READ = 500
 READ_GATHER_S = 0.05  # longest a grouped read waits for a burst of follow-ups to finish arriving
 READ_QUIET_S = 0.005  # no new read for this long: the burst has arrived
+CHECKPOINT_EVERY_COMMITS = 64  # direct commits between WAL checkpoints (run off the loop)
 DIRECT_READ_SLICE = 100  # ids per direct SQLite read on the loop (~5 ms CPU for 2-turn conversations)
 MAX_ID_CHARS = 200  # conversations.id is VARCHAR(200): longer ids cannot exist
 # pool per replica: writer + reader + readiness pings + GET/DELETE; replicas x (size + overflow) must stay
@@ -293,6 +294,159 @@ class _DirectSqliteReader:
         self._conn.close()
 
 
+_SQLITE_DATETIME = sqlite.DATETIME().bind_processor(sqlite.dialect())  # as SQLAlchemy stores a DateTime
+
+
+class _DirectSqliteWriter:
+    """Commits the writer's groups synchronously, on the serving loop, to a file SQLite database (stdlib
+    sqlite3, its own connection): a group of turns is a handful of C calls, where SQLAlchemy + aiosqlite
+    build and compile the statements again and make every cursor call a round trip to aiosqlite's thread
+    (the thread and its GIL hand-offs were a sixth of the serving process's CPU in the 200-stream burst of
+    `benchmarks/load_chat.py`). The statements are the ones `ConversationStore._commit_turns` and
+    `_commit_finishes` send through the engine, written for SQLite. `BEGIN IMMEDIATE` with `busy_timeout=0`:
+    when another connection holds the write lock (the Slack or coach store, another process) it raises at
+    once instead of blocking the loop, and so does any refused value; the caller then commits that group
+    through the async engine, which waits for the lock off the loop and reports errors as before."""
+
+    _UPSERT_CONVERSATION = (
+        "INSERT INTO conversations (id, language, scenario_json, created_at, updated_at, owner)"
+        " VALUES (:id, :language, :scenario_json, :created_at, :updated_at, :owner)"
+        " ON CONFLICT (id) DO UPDATE SET language = excluded.language, updated_at = excluded.updated_at,"
+        " scenario_json = coalesce(excluded.scenario_json, conversations.scenario_json)"
+    )
+    _INSERT_TURN = (
+        "INSERT INTO turns (conversation_id, question, answer, language, agent, scenario_json, created_at, status)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    _FINISH_TURN = (
+        "UPDATE turns SET answer = :ans, agent = :agt, status = :st, scenario_json = :scn,"
+        " language = coalesce(:lang, turns.language) WHERE turns.id = :tid"
+    )
+    # the conversation's time, and its language and scenario unless a newer answered turn (by id) set them
+    _FINISH_CONVERSATION = (
+        "UPDATE conversations SET updated_at = :at,"
+        " language = CASE WHEN (:lang IS NOT NULL AND NOT (EXISTS (SELECT later.id FROM turns AS later"
+        " WHERE later.conversation_id = :cid AND later.id > :tid AND later.status = 'done')))"
+        " THEN :lang ELSE conversations.language END,"
+        " scenario_json = CASE WHEN (:scn IS NOT NULL AND NOT (EXISTS (SELECT later.id FROM turns AS later"
+        " WHERE later.conversation_id = :cid AND later.id > :tid AND later.status = 'done'"
+        " AND later.scenario_json IS NOT NULL))) THEN :scn ELSE conversations.scenario_json END"
+        " WHERE conversations.id = :cid AND (EXISTS (SELECT turns.id FROM turns WHERE turns.id = :tid))"
+    )
+    _CUT_TURN = (
+        "UPDATE turns SET status = 'interrupted' WHERE turns.id = :tid AND turns.status = 'in_progress'"
+    )
+
+    def __init__(self, path: str) -> None:
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout=0")  # never wait for a lock on the serving loop
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute("PRAGMA synchronous=NORMAL")  # as the engine's connections (WAL is set by them)
+        # no checkpoint inside a commit on the loop (copying the WAL into the file and syncing it took 10-100 ms
+        # on this box): the store runs them through the async engine every CHECKPOINT_EVERY_COMMITS commits
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")
+
+    @classmethod
+    def for_url(cls, url: str) -> _DirectSqliteWriter | None:
+        """A writer for a plain file SQLite URL (as `_DirectSqliteReader.for_url`), else None."""
+        parsed = make_url(url)
+        if parsed.get_backend_name() != "sqlite" or parsed.query:
+            return None
+        if parsed.database in (None, "", ":memory:") or parsed.database.startswith("file:"):
+            return None
+        return cls(parsed.database)
+
+    def _transaction(self, write: Callable[[sqlite3.Connection], list[int | None]]) -> list[int | None]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")  # the write lock now, or sqlite3.OperationalError at once
+        try:
+            result = write(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+        return result
+
+    def commit_turns(
+        self, turns: list[_PendingTurn], conversations: list[dict[str, Any]]
+    ) -> list[int | None]:
+        """Conversations upserted, then the turns appended in order; their ids (raises sqlite3.Error)."""
+
+        def write(conn: sqlite3.Connection) -> list[int | None]:
+            conn.executemany(
+                self._UPSERT_CONVERSATION,
+                [
+                    {
+                        **c,
+                        "created_at": _SQLITE_DATETIME(c["created_at"]),
+                        "updated_at": _SQLITE_DATETIME(c["updated_at"]),
+                    }
+                    for c in conversations
+                ],
+            )
+            ids: list[int | None] = []
+            for t in turns:
+                cur = conn.execute(
+                    self._INSERT_TURN,
+                    (
+                        t.conversation_id,
+                        t.question,
+                        t.answer,
+                        t.language,
+                        t.agent,
+                        t.scenario_json,
+                        _SQLITE_DATETIME(t.at),
+                        t.status,
+                    ),
+                )
+                ids.append(cur.lastrowid)
+            return ids
+
+        return self._transaction(write)
+
+    def commit_finishes(self, final: list[_PendingTurn], cut: list[_PendingTurn]) -> None:
+        """The finished turns' answers and their conversations, the cut-off turns marked (raises sqlite3.Error)."""
+
+        def write(conn: sqlite3.Connection) -> list[int | None]:
+            if final:
+                conn.executemany(
+                    self._FINISH_TURN,
+                    [
+                        {
+                            "tid": t.turn_id,
+                            "ans": t.answer,
+                            "agt": t.agent,
+                            "st": t.status,
+                            "scn": t.scenario_json,
+                            "lang": t.language or None,
+                        }
+                        for t in final
+                    ],
+                )
+                conn.executemany(
+                    self._FINISH_CONVERSATION,
+                    [
+                        {
+                            "cid": t.conversation_id,
+                            "tid": t.turn_id,
+                            "at": _SQLITE_DATETIME(t.at),
+                            "lang": t.language or None,
+                            "scn": t.scenario_json,
+                        }
+                        for t in final
+                    ],
+                )
+            if cut:
+                conn.executemany(self._CUT_TURN, [{"tid": t.turn_id} for t in cut])
+            return []
+
+        self._transaction(write)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 @dataclass
 class _Found:
     """A conversation as a follow-up needs it, and who owns it."""
@@ -371,6 +525,10 @@ class ConversationStore:
         self._reads: asyncio.Queue[tuple[str, asyncio.Future[_Found | None]] | None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._direct: _DirectSqliteReader | None = None
+        self._direct_writer: _DirectSqliteWriter | None = None
+        self._direct_commits = 0  # since the last checkpoint
+        self._checkpointing: asyncio.Task[None] | None = None
+        self.checkpoints = 0  # WAL checkpoints run for the direct writer (diagnostics, tests)
 
     async def open(self) -> None:
         self._engine = engine_for(self.database_url)
@@ -381,6 +539,7 @@ class ConversationStore:
         self._reads = asyncio.Queue()
         self._reader = asyncio.create_task(self._read_states(self._reads), name="conversation-reader")
         self._direct = _DirectSqliteReader.for_url(self.database_url)
+        self._direct_writer = _DirectSqliteWriter.for_url(self.database_url)
         log.info("conversation store open: %s", make_url(self.database_url).render_as_string())
 
     async def _create_schema(self) -> None:
@@ -415,6 +574,12 @@ class ConversationStore:
         if self._direct is not None:
             self._direct.close()
         self._direct = None
+        if self._direct_writer is not None:
+            self._direct_writer.close()
+        self._direct_writer = None
+        if self._checkpointing is not None:
+            await asyncio.gather(self._checkpointing, return_exceptions=True)
+        self._checkpointing = None
         if self._engine is not None:
             await self._engine.dispose()
         self._engine = None
@@ -669,12 +834,16 @@ class ConversationStore:
         language: str | None = None,
         agent: str = "",
         scenario: Scenario | None = None,
+        scenario_json: str | None = None,
     ) -> None:
         """Record how a begun turn ended (committed when this returns). A conversation deleted meanwhile
-        stays deleted: only existing rows are updated. `interrupted` never overwrites a finished turn."""
-        await self._submit(
-            self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
-        )
+        stays deleted: only existing rows are updated. `interrupted` never overwrites a finished turn.
+        `scenario_json`: the scenario already serialised as stored (`model_dump_json(exclude_none=True)`),
+        instead of `scenario`."""
+        turn = self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
+        if scenario_json is not None:
+            turn.scenario_json = scenario_json
+        await self._submit(turn)
 
     def finish_turn_soon(
         self, turn_id: int, conversation_id: str, status: TurnStatus = "interrupted"
@@ -790,6 +959,27 @@ class ConversationStore:
                 await asyncio.sleep(0.01 * attempt)
         raise AssertionError("unreachable")
 
+    def _committed_directly(self) -> None:
+        """Every CHECKPOINT_EVERY_COMMITS direct commits, a WAL checkpoint through the async engine: its thread
+        copies the WAL into the database file and restarts the WAL (RESTART: a PASSIVE one never caught up
+        with a writer that keeps committing, and the WAL grew without end). Meanwhile the direct writer finds
+        the file locked and that group goes through the engine, which waits off the loop."""
+        self._direct_commits += 1
+        if self._direct_commits < CHECKPOINT_EVERY_COMMITS:
+            return
+        if self._checkpointing is not None and not self._checkpointing.done():
+            return
+        self._direct_commits = 0
+        self._checkpointing = asyncio.create_task(self._checkpoint(), name="conversation-wal-checkpoint")
+
+    async def _checkpoint(self) -> None:
+        try:
+            async with self._connect() as conn:
+                await conn.exec_driver_sql("PRAGMA wal_checkpoint(RESTART)")
+            self.checkpoints += 1
+        except Exception:
+            log.warning("WAL checkpoint of the conversation store failed", exc_info=True)
+
     async def _commit_finishes(self, turns: list[_PendingTurn]) -> list[int | None]:
         """One transaction: the conversations' rows locked (id order, as every writer does, so no deadlock),
         the turns' answers and statuses, then each conversation's time, and its language and scenario from
@@ -800,6 +990,13 @@ class ConversationStore:
             (t for t in turns if t.status != "interrupted"), key=lambda t: (t.conversation_id, t.turn_id)
         )
         cut = [t for t in turns if t.status == "interrupted"]
+        if self._direct_writer is not None:
+            try:
+                self._direct_writer.commit_finishes(final, cut)
+                self._committed_directly()
+                return [None] * len(turns)
+            except sqlite3.Error as exc:  # locked by another connection, or a refused value: the engine says
+                log.info("direct write of %d turn(s) refused (%s); using the async engine", len(turns), exc)
         by_id = _TURNS.c.id == bindparam("tid")
         async with self._engine.begin() as conn:
             if final:
@@ -902,6 +1099,15 @@ class ConversationStore:
             if t.scenario_json is not None:
                 scenario_of[t.conversation_id] = t.scenario_json
         ids = sorted(latest)  # every replica locks conversation rows in the same order: no deadlock
+        if self._direct_writer is not None:
+            try:
+                ids_given = self._direct_writer.commit_turns(
+                    turns, [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids]
+                )
+                self._committed_directly()
+                return ids_given
+            except sqlite3.Error as exc:  # locked by another connection, or a refused value: the engine says
+                log.info("direct write of %d turn(s) refused (%s); using the async engine", len(turns), exc)
         async with self._engine.begin() as conn:
             dialect = _upsert_dialect(conn.dialect.name)
             if dialect is None:

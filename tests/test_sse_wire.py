@@ -80,6 +80,8 @@ async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgen
         answer.scenario == original.scenario and answer.estimate == original.estimate
     )  # what the store reads
     assert answer.answer == original.answer and answer.language == original.language
+    # the scenario as the store writes it travels with the answer (nothing to decode to store it)
+    assert answer.stored_scenario_json() == (True, original.scenario.model_dump_json(exclude_none=True))
     dumped = answer.model_dump(mode="json")  # every field, decoded on demand
     assert dumped == {**original.model_dump(mode="json"), "conversation_id": 'turn "id" 对话'}
     assert payload == {**dumped, "display": payload["display"]}
@@ -189,3 +191,38 @@ def test_slack_answers_from_the_worker_pool_with_the_same_figures(tmp_path) -> N
     assert any(
         b["type"] == "actions" for b in message["blocks"]
     )  # the stored estimate behind "Show formulas"
+
+
+async def test_event_stream_ends_the_body_with_the_last_chunk() -> None:
+    """A `LastChunk` goes out with `more_body: False` (one write, no empty end after it); the server then
+    answers `receive` with a disconnect (as uvicorn does once the response is complete), which does not
+    cancel the rest of the source, and nothing the source yields after it is sent."""
+    from service.api.streaming import EventStream, LastChunk
+
+    sent: list[dict[str, object]] = []
+    complete = asyncio.Event()
+    drained: list[bool] = []
+
+    async def receive() -> dict[str, str]:
+        await complete.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            complete.set()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"event: meta\r\ndata: {}\r\n\r\n"
+        yield LastChunk(b"event: done\r\ndata: {}\r\n\r\n")
+        await asyncio.sleep(0.05)  # the listener sees the disconnect meanwhile
+        yield b"never sent"
+        drained.append(True)
+
+    await EventStream(chunks(), ping_s=0.01)({}, receive, send)
+    assert [m.get("body") for m in sent[1:]] == [
+        b"event: meta\r\ndata: {}\r\n\r\n",
+        b"event: done\r\ndata: {}\r\n\r\n",
+    ]
+    assert [m.get("more_body") for m in sent[1:]] == [True, False]
+    assert drained == [True]  # the source ran to its end: not cancelled by the server's disconnect

@@ -16,7 +16,6 @@ import json
 import math
 import re
 from functools import lru_cache
-from string import Template
 from typing import Any
 
 from service.agent.assumption_text import assumption_text
@@ -24,6 +23,7 @@ from service.agent.component_text import component_label_text, component_note_te
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
+from service.agent.templating import Template
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
 from tools.notes import Note

@@ -12,7 +12,14 @@ around them without validating them again, and only writes the bytes.
 Workers are forked when the app starts, before the store opens its connections (the serving
 process is then single-threaded, so forking is safe); they inherit the imported agent and
 estimator, so starting them takes milliseconds and never re-imports the caller's `__main__`.
-Each builds its own `OfflineAgent` once (the pool's initializer).
+Each builds its own `OfflineAgent` once and runs at a lower CPU priority than the serving process.
+
+Each worker talks to the serving loop over its own Unix socket pair: a question goes out as one
+length-prefixed pickle written by the loop's transport, the answer comes back the same way and is
+read by a protocol on the loop. No thread in the serving process takes part (concurrent.futures'
+process pool moves every call through a manager thread, a feeder thread and locked queues: on a
+2-core box each of those hand-offs is a GIL round trip). A question goes to the worker with the
+fewest in flight; a worker that dies fails its questions, is replaced, and each is asked once more.
 """
 
 from __future__ import annotations
@@ -20,14 +27,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import itertools
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -40,6 +48,11 @@ log = logging.getLogger(__name__)
 
 TOKEN_PIECE_CHARS = 1024
 PR_SET_PDEATHSIG = 1  # linux/prctl.h: signal sent to this process when its parent dies
+WORKER_NICE = 5  # nice increment of a worker: below the serving process (idle cores are used all the same)
+HEADER_BYTES = 4  # a frame: its length (big-endian), then a pickle
+READ_BYTES = 1 << 16
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 5.0
 
 _EVENT = TypeAdapter(AgentEvent)
 
@@ -53,6 +66,10 @@ def _init_worker(settings_data: dict[str, Any]) -> None:
     from service.settings import Settings
 
     _detach_from_server_signals()
+    with contextlib.suppress(OSError):
+        # below the serving loop: when the cores are busy, the streams' first events and bytes go out before
+        # a worker's next answer (benchmarks/load_chat.py: first-event p99 lower at the same CPU per stream)
+        os.nice(WORKER_NICE)
 
     _worker["agent"] = build_agent(Settings(**settings_data), force_offline=True)
     _worker["loop"] = asyncio.new_event_loop()
@@ -86,14 +103,123 @@ def _answer(question: str, state: ConversationState, language: Language | None) 
     return [sse_wire.encode(ev, display_language, memo) for ev in events]
 
 
-def _ready() -> int:
-    return os.getpid()
+def _frame(obj: object) -> bytes:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(HEADER_BYTES, "big") + data
+
+
+def _frames(buffer: bytearray) -> list[Any]:
+    """The whole frames at the start of `buffer`, unpickled and removed from it."""
+    out: list[Any] = []
+    start = 0
+    while len(buffer) - start >= HEADER_BYTES:
+        size = int.from_bytes(buffer[start : start + HEADER_BYTES], "big")
+        end = start + HEADER_BYTES + size
+        if end > len(buffer):
+            break
+        out.append(pickle.loads(buffer[start + HEADER_BYTES : end]))
+        start = end
+    del buffer[:start]
+    return out
+
+
+def _serve_worker(sock: socket.socket, settings_data: dict[str, Any], inherited: list[int]) -> None:
+    """A worker process's life: build the agent, say ready, then answer each question it reads, in order,
+    until the serving process closes its end."""
+    for fd in inherited:  # the serving process's ends of the other workers' sockets
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _init_worker(settings_data)
+    buffer = bytearray()
+    try:
+        sock.sendall(_frame(("ready", os.getpid())))
+        while data := sock.recv(READ_BYTES):
+            buffer += data
+            for request_id, question, state, language in _frames(buffer):
+                try:
+                    reply: tuple[Any, ...] = (request_id, True, _answer(question, state, language))
+                except Exception as exc:  # the serving process logs it and answers with an error event
+                    reply = (request_id, False, _picklable(exc))
+                sock.sendall(_frame(reply))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the serving process closed its end first (it is stopping): nobody waits for the answer
+
+
+def _picklable(exc: Exception) -> Exception:
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 # ---- in the serving process ----------------------------------------------------------------------------
 def coalesce_tokens(events: list[AgentEvent], max_chars: int = TOKEN_PIECE_CHARS) -> list[AgentEvent]:
     """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole)."""
     return sse_wire.merge_tokens(events, max_chars)
+
+
+class WorkerDied(RuntimeError):
+    """The worker answering a question exited (killed, out of memory) before it answered."""
+
+
+class _Worker(asyncio.Protocol):
+    """The serving side of one worker: its process, the transport to its socket, its questions in flight."""
+
+    def __init__(self, process: Any, on_lost: Any) -> None:
+        self.process = process
+        self.pid: int = process.pid
+        self.transport: asyncio.Transport | None = None
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.alive = True
+        self._buffer = bytearray()
+        self._on_lost = on_lost
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        for message in _frames(self._buffer):
+            if message[0] == "ready":
+                if not self.ready.done():
+                    self.ready.set_result(message[1])
+                continue
+            request_id, ok, value = message
+            future = self.pending.pop(request_id, None)
+            if future is None or future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.alive = False
+        died = WorkerDied(f"offline agent worker {self.pid} exited")
+        if not self.ready.done():
+            self.ready.set_exception(died)
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(died)
+        self.pending.clear()
+        with contextlib.suppress(Exception):
+            self.process.join(timeout=0)  # reap it if it has exited
+        self._on_lost(self)
+
+    def ask(self, request_id: int, payload: tuple[Any, ...]) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if not self.alive or self.transport is None or self.transport.is_closing():
+            future.set_exception(WorkerDied(f"offline agent worker {self.pid} is gone"))
+            return future
+        self.pending[request_id] = future
+        self.transport.write(_frame((request_id, *payload)))
+        return future
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 class ProcessPoolAgent:
@@ -104,40 +230,69 @@ class ProcessPoolAgent:
     def __init__(self, settings_data: dict[str, Any], workers: int | None = None) -> None:
         self._settings_data = settings_data
         self.workers = workers or max(1, os.cpu_count() or 1)
-        self._pool: ProcessPoolExecutor | None = None
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        ctx = multiprocessing.get_context("fork")
-        return ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(self._settings_data,),
-        )
+        self._pool: list[_Worker] = []
+        self._ids = itertools.count()
+        self._next = 0
+        self._stopping = False
+        self._spawning: asyncio.Lock | None = None
 
     async def start(self) -> None:
         """Start the workers and wait until each has built its agent (no cold first question)."""
         import tools.estimator  # noqa: F401 -- imported once here, inherited by the forked workers
         from service.agent import offline  # noqa: F401
 
-        self._pool = self._new_pool()
-        loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(self._pool, _ready) for _ in range(self.workers)))
+        self._stopping = False
+        started = [await self._spawn() for _ in range(self.workers)]
+        async with asyncio.timeout(START_TIMEOUT_S):
+            await asyncio.gather(*(w.ready for w in started))
+
+    async def _spawn(self) -> _Worker:
+        """Fork one worker and connect its socket to the loop."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # the child closes its copies of the serving ends (its own and the other workers'): each worker then
+        # reads the end of its socket when the serving process closes it
+        inherited = [ours.fileno()] + [
+            w.transport.get_extra_info("socket").fileno() for w in self._pool if w.transport is not None
+        ]
+        process = multiprocessing.get_context("fork").Process(
+            target=_serve_worker,
+            args=(theirs, self._settings_data, inherited),
+            name="vramwise-offline-agent",
+            daemon=True,
+        )
+        try:
+            process.start()
+        finally:
+            theirs.close()
+        worker = _Worker(process, self._lost)
+        await asyncio.get_running_loop().connect_accepted_socket(lambda: worker, sock=ours)
+        self._pool.append(worker)
+        return worker
+
+    def _lost(self, worker: _Worker) -> None:
+        if worker in self._pool:
+            self._pool.remove(worker)
+            if not self._stopping:
+                log.error("offline agent worker %d exited; starting another", worker.pid)
 
     def worker_pids(self) -> list[int]:
         """The worker processes now serving (diagnostics, tests)."""
-        processes = getattr(self._pool, "_processes", None) or {}
-        return sorted(processes)
+        return sorted(w.pid for w in self._pool if w.alive)
 
     async def stop(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+        self._stopping = True
+        workers, self._pool = self._pool, []
+        for w in workers:
+            w.close()  # the worker reads the end of its socket and exits
+        await asyncio.to_thread(_join_all, [w.process for w in workers])
 
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
-        # the state crosses as a pickle (pydantic restores a pickled model without validating it again)
+        # the state crosses as a pickle (pydantic restores a pickled model without validating it again), without
+        # its turns: the offline agent reads the conversation's id, language and scenario, never its history
+        if state.turns:
+            state = state.model_copy(update={"turns": []})
         wires = await self._answer(question, state, language)
         for wire in wires:
             yield sse_wire.decode(wire, _EVENT)
@@ -145,24 +300,40 @@ class ProcessPoolAgent:
     async def _answer(
         self, question: str, state: ConversationState, language: Language | None
     ) -> list[sse_wire.Wire]:
-        """Run in a worker; if the pool broke (a worker died), start a new one and ask once more:
+        """Answered by the least busy worker; if it died first, a new one is started and asked once more:
         the offline agent is deterministic and has no side effects, so a retry is safe."""
-        loop = asyncio.get_running_loop()
         for attempt in (1, 2):
-            pool = self._pool or self._replace_pool(None)
+            worker = await self._pick()
             try:
-                return await loop.run_in_executor(pool, _answer, question, state, language)
-            except BrokenProcessPool:
-                log.error("an offline agent worker died (attempt %d); starting a new pool", attempt)
-                self._replace_pool(pool)
+                return await worker.ask(next(self._ids), (question, state, language))
+            except WorkerDied:
+                log.error("an offline agent worker died (attempt %d)", attempt)
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    def _replace_pool(self, broken: ProcessPoolExecutor | None) -> ProcessPoolExecutor:
-        """A fresh pool, made once however many streams saw the same broken one."""
-        if self._pool is None or self._pool is broken:
-            if broken is not None:
-                broken.shutdown(wait=False, cancel_futures=True)
-            self._pool = self._new_pool()
-        return self._pool
+    async def _pick(self) -> _Worker:
+        """The live worker with the fewest questions in flight (round robin among equals); dead ones are
+        replaced first."""
+        if self._stopping:
+            raise RuntimeError("the offline agent pool is stopped")
+        if len(self._pool) < self.workers:
+            self._spawning = self._spawning or asyncio.Lock()
+            async with self._spawning:  # however many questions saw the loss, each worker is replaced once
+                while len(self._pool) < self.workers and not self._stopping:
+                    async with asyncio.timeout(START_TIMEOUT_S):
+                        await (await self._spawn()).ready
+        alive = [w for w in self._pool if w.alive]
+        if not alive:
+            raise WorkerDied("no offline agent worker is running")
+        self._next = (self._next + 1) % len(alive)
+        rotated = alive[self._next :] + alive[: self._next]
+        return min(rotated, key=lambda w: len(w.pending))
+
+
+def _join_all(processes: list[Any]) -> None:
+    for p in processes:
+        p.join(timeout=STOP_TIMEOUT_S)
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=STOP_TIMEOUT_S)

@@ -81,8 +81,9 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def get_owner(request: Request) -> str | None:
-    """The asking key's digest, or None when API keys are off."""
+async def get_owner(request: Request) -> str | None:
+    """The asking key's digest, or None when API keys are off (`async`: FastAPI would run a plain `def`
+    dependency in its thread pool, a thread hand-off per request)."""
     return getattr(request.state, "owner", None)
 
 

@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 from service.agent.events import (
     Display,
+    DoneEvent,
+    ErrorEvent,
     Language,
 )
 from service.agent.offline.language import detect_language
@@ -26,7 +28,7 @@ from service.api.deps import AgentDep, RunnerDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_responses, sse_doc
 from service.api.sse_wire import sse, turn_frames
-from service.api.streaming import EventStream, ready_batches
+from service.api.streaming import EventStream, LastChunk, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
 from tools.errors import quote
@@ -47,7 +49,9 @@ async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -
     # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
     language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
-        yield b"".join(turn_frames(ev, language) for ev in batch)
+        data = b"".join(turn_frames(ev, language) for ev in batch)
+        # the batch with the terminal event (`done` or `error`: the runner ends there) ends the body too
+        yield LastChunk(data) if isinstance(batch[-1], DoneEvent | ErrorEvent) else data
 
 
 @router.post(

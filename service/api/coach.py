@@ -15,7 +15,7 @@ from service.coach.coach import AnswerOut, Coach, CoachError, QuestionOut, Sessi
 router = APIRouter(tags=["coach"])
 
 
-def get_coach(request: Request) -> Coach:
+async def get_coach(request: Request) -> Coach:
     return request.app.state.coach
 
 

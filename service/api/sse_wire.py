@@ -61,8 +61,13 @@ def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
     raise TypeError(f"unknown agent event {type(ev).__name__}")
 
 
+# what json.dumps(payload, ensure_ascii=False) builds on every call (a non-default option), built once
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    """`json.dumps(payload, ensure_ascii=False)`."""
+    return _ENCODER.encode(payload)
 
 
 def sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
@@ -151,6 +156,14 @@ class EncodedAnswer(_Lazy, Answer):
     _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
     _head: str = PrivateAttr("")  # the payload's JSON up to the conversation_id value
     _tail: str = PrivateAttr("")  # after it: the rest of the answer (and `display`)
+    # the scenario as the conversation store writes it (`scenario.model_dump_json(exclude_none=True)`, made in
+    # the worker from the Scenario itself; None: no scenario), so storing the answer decodes nothing
+    _stored_scenario: str | None = PrivateAttr(None)
+    _has_stored_scenario: bool = PrivateAttr(False)
+
+    def stored_scenario_json(self) -> tuple[bool, str | None]:
+        """(known, the scenario's JSON as the store writes it)."""
+        return self._has_stored_scenario, self._stored_scenario
 
     def done_frame(self) -> bytes:
         return _frame("done", self._head + dumps(self.conversation_id) + self._tail).encode()
@@ -224,6 +237,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             head,
             tail,
             a.summary,
+            "null" if a.scenario is None else a.scenario.model_dump_json(exclude_none=True),
         )
     return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
 
@@ -256,6 +270,9 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
             conversation_id=json.loads(cid),
             summary=rest[0] if rest else "",
         )
+        if len(rest) > 1:
+            answer._has_stored_scenario = True
+            answer._stored_scenario = None if rest[1] == "null" else rest[1]
         answer._lazy_json = {"scenario": scenario, "estimate": estimate}
         for name in answer._lazy_json:  # model_construct filled in their defaults (None): read lazily instead
             answer.__dict__.pop(name, None)
@@ -265,16 +282,27 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
 
 
 def merge_tokens(events: list[AgentEvent], max_chars: int) -> list[AgentEvent]:
-    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole)."""
+    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole).
+    Each piece is joined once (not one new event per text merged into it)."""
     out: list[AgentEvent] = []
+    texts: list[str] = []  # the piece being gathered (its first event is out[-1])
+    size = 0
+
+    def flush() -> None:
+        if len(texts) > 1:
+            out[-1] = TokenEvent(text="".join(texts))
+
     for ev in events:
-        last = out[-1] if out else None
-        if (
-            isinstance(ev, TokenEvent)
-            and isinstance(last, TokenEvent)
-            and len(last.text) + len(ev.text) <= max_chars
-        ):
-            out[-1] = TokenEvent(text=last.text + ev.text)
+        if isinstance(ev, TokenEvent):
+            if texts and size + len(ev.text) <= max_chars:
+                texts.append(ev.text)
+                size += len(ev.text)
+                continue
+            flush()
+            texts, size = [ev.text], len(ev.text)
         else:
-            out.append(ev)
+            flush()
+            texts, size = [], 0
+        out.append(ev)
+    flush()
     return out

@@ -73,6 +73,11 @@ class _Raised:
         self.exc = exc
 
 
+class LastChunk(bytes):
+    """The stream's last chunk (bytes, marked): `EventStream` sends it with the end of the body, one write
+    instead of two. Whatever the source yields after it is not sent."""
+
+
 PING = b": ping\r\n\r\n"  # an SSE comment: keeps proxies from closing an idle stream, ignored by clients
 
 
@@ -115,12 +120,14 @@ class EventStream(Response):
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        state = {"gone": False, "last": loop.time()}
+        state = {"gone": False, "ended": False, "last": loop.time()}
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
         async def listen() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            if state["ended"]:  # the body is complete (the server says "disconnect" then): nothing to stop
+                return
             state["gone"] = True
             task.cancel()
 
@@ -143,11 +150,20 @@ class EventStream(Response):
         listener = loop.create_task(listen())
         if self.ping_s > 0:
             timer = loop.call_later(self.ping_s, due)
+        ended = False
         try:
             async with contextlib.aclosing(self.chunks) as chunks:  # type: ignore[type-var]
                 async for chunk in chunks:
+                    if ended:
+                        continue
                     state["last"] = loop.time()
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    ended = state["ended"] = isinstance(chunk, LastChunk)
+                    if ended:  # no keep-alive comment after the end of the body
+                        if timer is not None:
+                            timer.cancel()
+                        if pinger is not None and not pinger.done():
+                            pinger.cancel()
+                    await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
         except asyncio.CancelledError:
             if not state["gone"]:
                 raise
@@ -159,4 +175,5 @@ class EventStream(Response):
                 timer.cancel()
             if pinger is not None and not pinger.done():
                 pinger.cancel()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

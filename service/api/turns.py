@@ -19,6 +19,7 @@ from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
 from service.agent.offline.language import detect_language
 from service.api.errors import ApiError
+from service.api.sse_wire import EncodedAnswer
 from service.store import ConversationStore, TurnStatus
 from tools.errors import quote
 
@@ -208,6 +209,9 @@ class TurnRunner:
             if turn.turn_id is None:  # the question could not be stored at the start: store it all now
                 await self.store.append_turn(turn.conversation_id, turn.question, answer)
             else:
+                known, scenario_json = (
+                    answer.stored_scenario_json() if isinstance(answer, EncodedAnswer) else (False, None)
+                )
                 await self.store.finish_turn(
                     turn.turn_id,
                     turn.conversation_id,
@@ -215,7 +219,9 @@ class TurnRunner:
                     status="done",
                     language=answer.language,
                     agent=answer.agent,
-                    scenario=answer.scenario,
+                    # an answer encoded in a worker carries the scenario's stored JSON: nothing to decode
+                    scenario=None if known else answer.scenario,
+                    scenario_json=scenario_json,
                 )
             return True
         except Exception:

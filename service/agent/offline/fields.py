@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from service.agent.offline import patterns as rx
 from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import float_value, plain_int, token_count
 from tools.rules.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
@@ -22,12 +23,12 @@ Extractor = Callable[[str], Fields]
 _NUM = r"(\d+(?:\.\d+)?)"
 _K = r"(\d+(?:\.\d+)?\s*k?)"
 _IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|改成|改为|换成|到|取)?\s*"
-_NEG = re.compile(
+_NEG = rx.compile(
     r"(?:without|w/o|no|not|never|disable[ds]?|turn(?:ed)?\s+off|switch(?:ed)?\s+off|not\s+using|don'?t\s+use"
     r"|do\s+not\s+use|skip(?:ping)?|不开启?|关闭|关掉|关了|不用|不使用|没开|没有|不加|不要|别用?|不需要|禁用|无|不)\s*(?:the\s+|any\s+)?$"
 )
 # "offload disabled", "ckpt off", "offload=false", "offload: none", "offload关掉", "LoRA不要"
-_NEG_AFTER = re.compile(
+_NEG_AFTER = rx.compile(
     r"^\s*(?:=|:)\s*(?:false|off|0|disabled|none|no)(?![a-z0-9])|^\s*(?:is\s+|are\s+)?(?:disabled|off|not\s+used|(?:turned|switched)\s+off)(?![a-z0-9])"
     r"|^\s*(?:关闭|关掉|关了|禁用)"
 )
@@ -42,39 +43,39 @@ def _negated(low: str, start: int, end: int | None = None) -> bool:
 
 # --- task ------------------------------------------------------------------------------------------
 
-QLORA_MENTION = re.compile(
+QLORA_MENTION = rx.compile(
     rf"{L}q{SEP}lora{R}|{L}(?:4|four){SEP}bit{SEP}lora{R}|{L}lora{SEP}(?:on|with|\+)?\s*4{SEP}bit"
 )
 # an explicit full-parameter fine-tune (not the generic "fine-tune" / "微调")
-FULL_MENTION = re.compile(
+FULL_MENTION = rx.compile(
     rf"{L}full{SEP}(?:parameter|param|fine|finetun|sft|train|ft{R})|全参|全量|全部参数|{L}fft{R}"
 )
-LORA_MENTION = re.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
+LORA_MENTION = rx.compile(rf"{L}(?:lora|dora|peft|adapters?){R}")
 # RL with adapters: the estimator reads "lora_rank set" as LoRA on the trained model(s) (tools/resolve.py).
 RL_LORA_DEFAULT_RANK = 8  # PEFT LoraConfig default r=8
 
 # RL methods first: "DPO with LoRA" is DPO (with adapters), not plain LoRA fine-tuning.
 _TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ppo", re.compile(rf"{L}(?:ppo|rlhf){R}")),
-    ("grpo", re.compile(rf"{L}grpo{R}")),
-    ("dpo", re.compile(rf"{L}dpo{R}")),
+    ("ppo", rx.compile(rf"{L}(?:ppo|rlhf){R}")),
+    ("grpo", rx.compile(rf"{L}grpo{R}")),
+    ("dpo", rx.compile(rf"{L}dpo{R}")),
     ("qlora", QLORA_MENTION),
     ("lora", LORA_MENTION),
     (
         "pretrain",
-        re.compile(rf"{L}pre{SEP}train(?:ing)?{R}|预训练|{L}from\s+scratch{R}|从头训练|从零训练|继续预训练"),
+        rx.compile(rf"{L}pre{SEP}train(?:ing)?{R}|预训练|{L}from\s+scratch{R}|从头训练|从零训练|继续预训练"),
     ),
-    ("freeze", re.compile(rf"{L}freeze{SEP}tun|冻结|{L}(?:last|top)\s+\d+\s+layers{R}")),
+    ("freeze", rx.compile(rf"{L}freeze{SEP}tun|冻结|{L}(?:last|top)\s+\d+\s+layers{R}")),
     (
         "full_finetune",
-        re.compile(
+        rx.compile(
             rf"{L}full{SEP}(?:parameter{SEP}|param{SEP})?(?:fine{SEP}tun|finetun|sft|train|ft{R}){R}?|全参|全量|全部参数"
             rf"|{L}fine{SEP}tun|{L}finetun|{L}sft{R}|微调|{L}train(?:ing)?{R}|训练|{L}fft{R}|{L}ft{R}"
         ),
     ),
     (
         "inference",
-        re.compile(
+        rx.compile(
             rf"{L}(?:inference|infer|serv(?:e|ing)|deploy(?:ing|ment)?|vllm|sglang|tgi|generat(?:e|ion)|chat|run(?:ning)?|host)"
             rf"{R}|推理|部署|上线|跑|运行|服务|对话|生成|加载"
         ),
@@ -88,7 +89,7 @@ def _live(pattern: re.Pattern[str], low: str) -> re.Match[str] | None:
 
 
 # "can I LoRA it or do I have to go QLoRA?": the first of two alternatives is what is asked
-_ALTERNATIVE = re.compile(rf"{L}or{R}|{L}instead{SEP}of{R}|还是|或者|或")
+_ALTERNATIVE = rx.compile(rf"{L}or{R}|{L}instead{SEP}of{R}|还是|或者|或")
 
 
 def _negated_any(pattern: re.Pattern[str], low: str) -> bool:
@@ -111,14 +112,14 @@ def task_fields(low: str) -> Fields:
     if (
         "task" not in out
         and _negated_any(LORA_MENTION, low)
-        and re.search(r"微调|fine|tun|ft|sft|train|训练", low)
+        and rx.search(r"微调|fine|tun|ft|sft|train|训练", low)
     ):
         out["task"] = "full_finetune"  # "no LoRA, fine-tune everything", "不要LoRA微调"
-    if "task" not in out and re.search(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}", low):
+    if "task" not in out and rx.search(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}", low):
         out["task"] = "inference"
-    if out.get("task") == "lora" and re.search(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}", low):
+    if out.get("task") == "lora" and rx.search(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}", low):
         out["task"] = "qlora"
-    if re.search(rf"{L}dora{R}", low):
+    if rx.search(rf"{L}dora{R}", low):
         out["dora"] = True
     if out.get("task") in RL_TASKS and QLORA_MENTION.search(low):
         out["weight_dtype"] = "nf4"
@@ -128,40 +129,40 @@ def task_fields(low: str) -> Fields:
 # --- precision, quantisation, optimizer -------------------------------------------------------------------
 
 # "fp32 master weights" describes the recipe (mixed), not the dtype of the weights the model runs in.
-_FP32_MASTER = re.compile(
+_FP32_MASTER = rx.compile(
     rf"{L}(?:fp32|float32){SEP}master(?:{SEP}(?:weights?|copy|params))?{R}|{L}master{SEP}(?:weights?|copy){SEP}(?:in{SEP})?fp32{R}"
     r"|fp32\s*(?:的)?\s*主(?:权重|副本|参数)"
 )
 
 _DTYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("nf4", re.compile(rf"{L}nf4{R}|{L}load{SEP}in{SEP}4{SEP}bit{R}")),
+    ("nf4", rx.compile(rf"{L}nf4{R}|{L}load{SEP}in{SEP}4{SEP}bit{R}")),
     (
         "int4",
-        re.compile(rf"{L}(?:int4|w4a16|4{SEP}bit|4{SEP}bits|four{SEP}bit){R}|4\s*位|四位|4比特"),
+        rx.compile(rf"{L}(?:int4|w4a16|4{SEP}bit|4{SEP}bits|four{SEP}bit){R}|4\s*位|四位|4比特"),
     ),
-    ("fp8", re.compile(rf"{L}(?:fp8|float8|e4m3|w8a8{SEP}fp8){R}(?!{SEP}kv)")),
+    ("fp8", rx.compile(rf"{L}(?:fp8|float8|e4m3|w8a8{SEP}fp8){R}(?!{SEP}kv)")),
     (
         "int8",
-        re.compile(
+        rx.compile(
             rf"{L}(?:int8|w8a16|8{SEP}bit|load{SEP}in{SEP}8{SEP}bit|eight{SEP}bit){R}(?!{SEP}(?:adam|optim|paged))|8\s*位|八位|8比特"
         ),
     ),
-    ("bf16", re.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),
-    ("fp16", re.compile(rf"{L}(?:fp16|float16|half{SEP}precision|half){R}|半精度")),
-    ("fp32", re.compile(rf"{L}(?:fp32|float32|full{SEP}precision|single{SEP}precision){R}|单精度|全精度")),
+    ("bf16", rx.compile(rf"{L}(?:bf16|bfloat16|bfloat{SEP}16){R}")),
+    ("fp16", rx.compile(rf"{L}(?:fp16|float16|half{SEP}precision|half){R}|半精度")),
+    ("fp32", rx.compile(rf"{L}(?:fp32|float32|full{SEP}precision|single{SEP}precision){R}|单精度|全精度")),
 )
 
 
 # Training precision recipes (tools/rules/precision.py RECIPES), most specific wording first. Plain "bf16" is
 # not a recipe: it names the weight dtype, and the estimator picks the recipe for the task.
 _RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("megatron", re.compile(rf"{L}megatron{R}")),
-    ("bf16", re.compile(rf"{L}pure{SEP}bf16{R}|纯\s*bf16|{L}bf16{SEP}(?:states|optimizer){R}")),
+    ("megatron", rx.compile(rf"{L}megatron{R}")),
+    ("bf16", rx.compile(rf"{L}pure{SEP}bf16{R}|纯\s*bf16|{L}bf16{SEP}(?:states|optimizer){R}")),
     # torch.autocast over fp32 weights; HF Trainer's bf16=True/fp16=True is this (the model keeps its
     # fp32 parameters, transformers Trainer -> accelerate autocast)
     (
         "amp",
-        re.compile(
+        rx.compile(
             rf"{L}(?:amp|autocast|torch{SEP}amp){R}|{L}fp32{SEP}weights?{SEP}(?:with|\+|and){SEP}(?:bf16|fp16)"
             rf"|{L}(?:--)?(?:bf16|fp16)\s*(?:=|:)\s*true{R}"
             rf"|{L}(?:hf|huggingface|hugging{SEP}face|transformers){SEP}trainer{R}.*{L}(?:bf16|fp16){R}"
@@ -170,12 +171,12 @@ _RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 16-bit weights + fp32 master copy in the optimizer: DeepSpeed's bf16/fp16 config (ZeRO paper)
     (
         "mixed",
-        re.compile(
+        rx.compile(
             rf"{L}mixed{SEP}precision{R}|混合精度|{_FP32_MASTER.pattern}"
             rf"|{L}deepspeed{R}[^,，。;；]{{0,40}}{L}(?:bf16|fp16){R}|{L}(?:bf16|fp16){R}[^,，。;；]{{0,20}}{L}deepspeed{R}"
         ),
     ),
-    ("fp32", re.compile(rf"{L}fp32{SEP}(?:training|train){R}|单精度训练")),
+    ("fp32", rx.compile(rf"{L}fp32{SEP}(?:training|train){R}|单精度训练")),
 )
 
 
@@ -183,7 +184,7 @@ _RECIPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 # never the weights'
 _KV_WORD = rf"(?:kv{SEP}cache(?:{SEP}dtype)?|kv|k/v{SEP}cache|kv\s*缓存|kv-cache-dtype)"
 _KV_LINK = rf"{SEP}(?:in|dtype|=|:|to|as|at|with|quanti[sz]ed{SEP}(?:to|in|as)?|用|使用|采用|为|是|设为|改成|改为|换成|量化(?:为|成|到)?|存成|存为)?"
-_KV_DTYPE = re.compile(
+_KV_DTYPE = rx.compile(
     rf"{L}(fp8|int8|fp16|bf16|fp8_e4m3|fp8_e5m2){SEP}(?:的\s*)?{_KV_WORD}|{L}{_KV_WORD}{_KV_LINK}\s*(fp8|int8|fp16|bf16)"
 )
 
@@ -192,11 +193,11 @@ def dtype_fields(low: str) -> Fields:
     out: Fields = {}
     # Quantised weight formats name their method too.
     for method in ("gptq", "awq"):
-        if re.search(rf"{L}{method}{R}", low):
+        if rx.search(rf"{L}{method}{R}", low):
             out["quant_method"] = method
-    if re.search(rf"{L}(?:bnb|bitsandbytes|load{SEP}in{SEP}(?:4|8){SEP}bit){R}", low):
+    if rx.search(rf"{L}(?:bnb|bitsandbytes|load{SEP}in{SEP}(?:4|8){SEP}bit){R}", low):
         out["quant_method"] = "bnb"
-    cleaned = re.sub(
+    cleaned = rx.sub(
         rf"{L}(?:paged{SEP})?(?:adamw?|adam){SEP}(?:8|32){SEP}bits?{R}|{L}(?:8|32){SEP}bits?{SEP}(?:paged{SEP})?adamw?{R}"
         rf"|(?:8|八)\s*位\s*(?:的)?\s*(?:adamw?|优化器)",
         " ",
@@ -209,13 +210,13 @@ def dtype_fields(low: str) -> Fields:
     cleaned = _FP32_MASTER.sub(" ", cleaned)
     bits = exl2_bits(cleaned)
     gguf = gguf_file_type(cleaned)
-    if bits is not None and re.search(rf"{L}(?:exl2|exllama(?:v2)?|tabby(?:api)?){R}|bpw", cleaned):
+    if bits is not None and rx.search(rf"{L}(?:exl2|exllama(?:v2)?|tabby(?:api)?){R}|bpw", cleaned):
         out["weight_dtype"], out["weight_bits"] = "exl2", bits
     elif gguf:
         out["weight_dtype"] = gguf
-    elif re.search(rf"{L}q8{R}", cleaned):
+    elif rx.search(rf"{L}q8{R}", cleaned):
         out["weight_dtype"] = "q8_0"  # llama.cpp / ollama shorthand for the Q8_0 GGUF
-    elif re.search(rf"{L}q4{R}", cleaned):
+    elif rx.search(rf"{L}q4{R}", cleaned):
         out["weight_dtype"] = "q4_0"
     for dtype, pattern in _DTYPE_RULES:
         if "weight_dtype" in out:
@@ -225,9 +226,9 @@ def dtype_fields(low: str) -> Fields:
             break
     if out.get("quant_method") in ("gptq", "awq") and "weight_dtype" not in out:
         out["weight_dtype"] = "int4"
-    if re.search(rf"{L}double{SEP}quant|双重量化", low):
+    if rx.search(rf"{L}double{SEP}quant|双重量化", low):
         out["double_quant"] = True
-    g = re.search(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}", low)
+    g = rx.search(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}", low)
     if g:
         out["quant_group_size"] = int(g.group(1))
     recipe = next((name for name, pattern in _RECIPE_RULES if pattern.search(low)), None)
@@ -241,25 +242,25 @@ def dtype_fields(low: str) -> Fields:
 _OPTIMIZER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "paged_adamw_8bit",
-        re.compile(
+        rx.compile(
             rf"{L}paged{SEP}adamw?{SEP}8{SEP}bits?{R}|{L}paged{SEP}8{SEP}bits?{SEP}adamw?{R}|分页\s*(?:的)?\s*8\s*位\s*adam"
         ),
     ),
-    ("paged_adamw", re.compile(rf"{L}paged{SEP}adamw?(?:{SEP}32{SEP}bits?)?{R}")),
+    ("paged_adamw", rx.compile(rf"{L}paged{SEP}adamw?(?:{SEP}32{SEP}bits?)?{R}")),
     (
         "adamw_8bit",
-        re.compile(
+        rx.compile(
             rf"{L}adamw?{SEP}8{SEP}bits?{R}|{L}8{SEP}bits?{SEP}adamw?{R}|{L}bnb{SEP}adamw?{R}|8\s*位\s*adam"
         ),
     ),
     (
         "sgd_momentum",
-        re.compile(rf"{L}sgd{R}.*{L}momentum{R}|{L}momentum{SEP}sgd{R}|{L}sgd{SEP}with{SEP}momentum"),
+        rx.compile(rf"{L}sgd{R}.*{L}momentum{R}|{L}momentum{SEP}sgd{R}|{L}sgd{SEP}with{SEP}momentum"),
     ),
-    ("sgd", re.compile(rf"{L}sgd{R}")),
-    ("adafactor", re.compile(rf"{L}adafactor{R}")),
-    ("lion", re.compile(rf"{L}lion{R}")),
-    ("adamw", re.compile(rf"{L}adamw?(?:{SEP}torch(?:{SEP}fused)?)?{R}")),
+    ("sgd", rx.compile(rf"{L}sgd{R}")),
+    ("adafactor", rx.compile(rf"{L}adafactor{R}")),
+    ("lion", rx.compile(rf"{L}lion{R}")),
+    ("adamw", rx.compile(rf"{L}adamw?(?:{SEP}torch(?:{SEP}fused)?)?{R}")),
 )
 
 
@@ -272,20 +273,20 @@ def optimizer_fields(low: str) -> Fields:
 
 # --- LoRA --------------------------------------------------------------------------------------------
 
-_TARGETS = re.compile(
+_TARGETS = rx.compile(
     rf"{L}((?:q|k|v|o|gate|up|down|out)_proj|qkv_proj|gate_up_proj|c_attn|query_key_value){R}"
 )
 
 
 def lora_fields(low: str) -> Fields:
     out: Fields = {}
-    r = re.search(
+    r = rx.search(
         rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)",
         low,
     )
     if r:
         out["lora_rank"] = int(next(g for g in r.groups() if g))
-    if re.search(
+    if rx.search(
         rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)",
         low,
     ):
@@ -294,13 +295,13 @@ def lora_fields(low: str) -> Fields:
         targets = list(dict.fromkeys(m.group(1) for m in _TARGETS.finditer(low)))
         if targets:
             out["lora_targets"] = targets
-    a = re.search(rf"{L}(?:lora{SEP})?alpha{_IS}{_NUM}", low)
+    a = rx.search(rf"{L}(?:lora{SEP})?alpha{_IS}{_NUM}", low)
     if a:
         out["lora_alpha"] = float(a.group(1))
-    d = re.search(rf"{L}(?:lora{SEP})?dropout{_IS}(\d*\.\d+|0){R}", low)
+    d = rx.search(rf"{L}(?:lora{SEP})?dropout{_IS}(\d*\.\d+|0){R}", low)
     if d:
         out["lora_dropout"] = float(d.group(1))
-    f = re.search(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层", low)
+    f = rx.search(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层", low)
     if f:
         out["trainable_layers"] = int(f.group(1) or f.group(2))
     return out
@@ -308,38 +309,38 @@ def lora_fields(low: str) -> Fields:
 
 # --- shapes: batch, sequence, generation -----------------------------------------------------------------
 
-_BATCH = re.compile(
+_BATCH = rx.compile(
     rf"{L}(?:per{SEP}device{SEP}train{SEP}batch{SEP}size|micro{SEP}batch{SEP}size|micro{SEP}batch|mbs|batch{SEP}size|batchsize|batch|bs)"
     rf"(?:{SEP}per{SEP}(?:gpu|device))?{_IS}(-?\d+){R}"  # "-1" kept: a clear error, not a silent default
     rf"|(?:批大小|批量大小|批次大小|批量|批次|batch\s*大小|每卡\s*batch)\s*(?:为|=|是|:|设为)?\s*(-?\d+)"
     rf"|{L}(\d+){SEP}(?:sequences|samples){SEP}per{SEP}(?:batch|step)"
 )
-_GLOBAL_BATCH = re.compile(
+_GLOBAL_BATCH = rx.compile(
     rf"{L}(?:global|total|effective){SEP}batch(?:{SEP}size)?{_IS}(\d+){R}|(?:全局|总)\s*batch\s*(?:size)?\s*(?:为|=|是)?\s*(\d+)"
 )
-_CONCURRENCY = re.compile(
+_CONCURRENCY = rx.compile(
     rf"{L}(\d+){SEP}(?:concurrent|simultaneous|parallel){SEP}(?:users|requests|sequences|streams|sessions)?"
     rf"|{L}(?:concurrency|max{SEP}num{SEP}seqs){_IS}(\d+){R}|(\d+)\s*(?:路)?\s*并发|并发\s*(?:数|量)?\s*(?:为|=|是)?\s*(\d+)"
 )
-_SEQ_KEY = re.compile(
+_SEQ_KEY = rx.compile(
     rf"{L}(?:cutoff{SEP}len|max{SEP}seq(?:uence)?{SEP}len(?:gth)?|max{SEP}model{SEP}len|max{SEP}length|seq{SEP}len(?:gth)?"
     rf"|sequence{SEP}length|sequence|seqlen|seq|context{SEP}(?:length|window|len)|context|ctx|max{SEP}len)"
     rf"{_IS}{_K}(?![0-9a-z])"
     rf"|(?:上下文长度|上下文|序列长度|序列|文本长度|长度|输入长度)\s*(?:为|=|是|:|到|设为|达到)?\s*{_K}(?![0-9a-z])"
 )
-_SEQ_POST = re.compile(
+_SEQ_POST = rx.compile(
     rf"{L}{_K}{SEP}(?:tokens?|token{SEP}(?:context|sequences?)|context|ctx|seq(?:uence)?s?(?:{SEP}len(?:gth)?)?|long{SEP}context)(?![0-9a-z])"
     rf"|{L}{_K}\s*(?:的)?\s*(?:上下文|长度|长文本|token|序列|tokens)"
 )
 _SAMPLES = (
     r"(?:responses?|answers?|samples?|completions?|generations?|outputs?|candidates?|rollouts?|sequences?)"
 )
-_NEW_TOKENS = re.compile(
+_NEW_TOKENS = rx.compile(
     rf"{L}(?:max{SEP}new{SEP}tokens|max{SEP}tokens|generat(?:e|ing)|output(?:ting)?|new{SEP}tokens){_IS}(?:up{SEP}to{SEP})?{_K}(?![0-9a-z])(?!{SEP}{_SAMPLES})"
     rf"|{L}{_K}{SEP}(?:new|output|generated){SEP}tokens|生成\s*(?:长度)?\s*(?:为|=)?\s*{_K}\s*(?:个)?\s*(?:token|tokens)"
     rf"|(?:生成长度|输出长度|最大生成长度|最多生成)\s*(?:为|=|是)?\s*{_K}(?![0-9a-z])"
 )
-_BARE_K = re.compile(rf"{L}(\d+(?:\.\d+)?k){R}")
+_BARE_K = rx.compile(rf"{L}(\d+(?:\.\d+)?k){R}")
 
 
 def shape_fields(low: str) -> Fields:
@@ -373,7 +374,7 @@ def shape_fields(low: str) -> Fields:
             value = token_count(k.group(1))
             if value and value >= 512:
                 out["seq_len"] = value
-    g = re.search(
+    g = rx.search(
         rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts|answers){SEP}(?:per|for{SEP}each|each){SEP}(?:prompt|question){R}|{L}(\d+){SEP}generations{R}"
         rf"|{L}generat(?:e|ing){SEP}(\d+){SEP}{_SAMPLES}{R}"
         rf"|每个?\s*(?:prompt|问题|提示)\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|回答|答案|样本|采样|候选|输出|response)",
@@ -381,7 +382,7 @@ def shape_fields(low: str) -> Fields:
     )
     if g:
         out["num_generations"] = int(next(x for x in g.groups() if x))
-    u = re.search(
+    u = rx.search(
         rf"{L}gpu{SEP}memory{SEP}utili[sz]ation{_IS}(0?\.\d+|1(?:\.0)?){R}|显存利用率\s*(?:为|=)?\s*(0?\.\d+)",
         low,
     )
@@ -397,19 +398,19 @@ def shape_fields(low: str) -> Fields:
 
 
 # images per request for vision-language models: "2 images", "3张图片"
-_IMAGES = re.compile(
+_IMAGES = rx.compile(
     rf"{L}(\d+){SEP}(?:images?|pictures?|photos?){R}|(\d+)\s*(?:张|幅)\s*(?:图片|图像|图|照片)"
 )
 # the serving engine named in the question (tools.serving.ENGINES; HF generate otherwise)
 _ENGINE_NAMES = ("vllm", "sglang", "llama.cpp", "ollama")
-_ENGINE = re.compile(
+_ENGINE = rx.compile(
     rf"{L}(vllm){R}|{L}(sglang){R}|{L}(llama[\.\-_ ]?cpp|llama-server|gguf){R}|{L}(ollama){R}"
 )
 
 
 # --- activations ---------------------------------------------------------------------------------
 
-_CKPT = re.compile(
+_CKPT = rx.compile(
     rf"{L}(?:gradient|grad|activation){SEP}(?:checkpointing|checkpoint|ckpt|recomputation|recompute){R}|{L}gradient_checkpointing{R}"
     rf"|{L}(?:full{SEP})?recompute{R}|{L}recomputation{R}|梯度检查点|梯度checkpoint|重计算|激活检查点|{L}gc{R}"
 )
@@ -417,20 +418,20 @@ _CKPT = re.compile(
 
 def activation_fields(low: str) -> Fields:
     out: Fields = {}
-    sel = re.search(rf"{L}selective{SEP}(?:activation{SEP})?recompute|选择性重计算", low)
+    sel = rx.search(rf"{L}selective{SEP}(?:activation{SEP})?recompute|选择性重计算", low)
     m = _CKPT.search(low)
     if sel:
         out["recompute"] = "selective"
     elif m:
         after = low[m.end() : m.end() + 12]
-        off = _negated(low, m.start()) or re.match(
+        off = _negated(low, m.start()) or rx.match(
             r"\s*(?:=|:)?\s*(?:false|off|0|disabled)|\s*(?:关|不开)", after
         )
         out["gradient_checkpointing"] = not off
-    f = re.search(
+    f = rx.search(
         rf"{L}(?:flash{SEP}attn|flash{SEP}attention(?:{SEP}\d)?|flashattention\d?|fa[23]|sdpa){R}", low
     )
-    e = re.search(
+    e = rx.search(
         rf"{L}eager(?:{SEP}attention)?{R}|{L}(?:without|no){SEP}flash|不用\s*flash|不开\s*flash|关闭\s*flash",
         low,
     )
@@ -445,24 +446,24 @@ def activation_fields(low: str) -> Fields:
 
 
 def _par(low: str, names: str) -> int | None:
-    m = re.search(rf"{L}(?:{names}){_IS}(\d+){R}|{L}(?:{names})(\d+){R}", low)
+    m = rx.search(rf"{L}(?:{names}){_IS}(\d+){R}|{L}(?:{names})(\d+){R}", low)
     return int(m.group(1) or m.group(2)) if m else None
 
 
 def parallel_fields(low: str) -> Fields:
     out: Fields = {}
-    z = re.search(
+    z = rx.search(
         rf"{L}zero{SEP}(?:stage{SEP})?([0-3])(?:\+\+|{R})|{L}stage{SEP}([0-3]){R}(?=.*deepspeed)|deepspeed.*{L}stage{SEP}([0-3]){R}",
         low,
     )
-    nz = re.search(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]|{SEP}offload|{SEP}infinity)", low)
+    nz = rx.search(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]|{SEP}offload|{SEP}infinity)", low)
     if z:
         out["zero_stage"] = int(next(g for g in z.groups() if g))
     elif nz and _negated(low, nz.start(), nz.end()):
         out["zero_stage"] = 0  # "no ZeRO", "不用deepspeed": plain data parallel
-    elif re.search(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}", low):
+    elif rx.search(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}", low):
         out["zero_stage"] = 3
-    elif re.search(rf"{L}shard_grad_op{R}", low):
+    elif rx.search(rf"{L}shard_grad_op{R}", low):
         out["zero_stage"] = 2
     tp = _par(
         low,
@@ -479,17 +480,17 @@ def parallel_fields(low: str) -> Fields:
             out[key] = value
     if dp:
         out["num_gpus"] = dp * (tp or 1) * (pp or 1) * (cp or 1)
-    if re.search(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}", low):
+    if rx.search(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}", low):
         out["sequence_parallel"] = True
-    target = "nvme" if re.search(rf"{L}nvme{R}", low) else "cpu"
-    params = re.search(
+    target = "nvme" if rx.search(rf"{L}nvme{R}", low) else "cpu"
+    params = rx.search(
         rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)",
         low,
     )
     if params:
         out["offload_params"] = "none" if _negated(low, params.start(), params.end()) else target
     offload = list(
-        re.finditer(
+        rx.finditer(
             rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload",
             low,
         )
@@ -505,14 +506,14 @@ def parallel_fields(low: str) -> Fields:
 
 def no_effect_fields(low: str) -> Fields:
     out: Fields = {}
-    e = re.search(
+    e = rx.search(
         rf"{L}{_NUM}{SEP}epochs?{R}|{L}(?:num{SEP}train{SEP}epochs|num{SEP}epochs|epochs?){_IS}{_NUM}(?![0-9a-z])"
         rf"|(?:训练|跑)?\s*{_NUM}\s*(?:个)?\s*(?:epoch|轮)|(?:训练轮数|轮数|epoch数)\s*(?:为|=|是)?\s*{_NUM}",
         low,
     )
     if e:
         out["epochs"] = float(next(g for g in e.groups() if g))
-    lr = re.search(
+    lr = rx.search(
         rf"{L}(?:learning{SEP}rate|lr){_IS}(\d+(?:\.\d+)?(?:e-?\d+)?){R}|学习率\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?(?:e-?\d+)?)",
         low,
     )
@@ -520,14 +521,14 @@ def no_effect_fields(low: str) -> Fields:
         value = float_value(lr.group(1) or lr.group(2))
         if value is not None:
             out["learning_rate"] = value
-    ga = re.search(
+    ga = rx.search(
         rf"{L}(?:gradient{SEP}accumulation(?:{SEP}steps)?|grad{SEP}accum(?:ulation)?(?:{SEP}steps)?|ga{SEP}steps|ga){_IS}(\d+){R}"
         rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:|改成|改为|设为)?\s*(\d+)",
         low,
     )
     if ga:
         out["gradient_accumulation_steps"] = int(next(g for g in ga.groups() if g))
-    w = re.search(rf"{L}warmup(?:{SEP}steps)?{_IS}(\d+){R}", low)
+    w = rx.search(rf"{L}warmup(?:{SEP}steps)?{_IS}(\d+){R}", low)
     if w:
         out["warmup_steps"] = int(w.group(1))
     return out
@@ -538,42 +539,42 @@ def no_effect_fields(low: str) -> Fields:
 _SHAPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "hidden_size",
-        re.compile(
+        rx.compile(
             rf"{L}(?:hidden{SEP}(?:size|dim(?:ension)?)?|d{SEP}model|model{SEP}dim(?:ension)?|embedding{SEP}dim(?:ension)?){_IS}(\d{{3,6}}){R}"
             rf"|{L}(\d{{3,6}}){SEP}hidden{R}|隐藏层?(?:维度|大小)?\s*(?:为|=|是|:)?\s*(\d{{3,6}})|hidden\s*(?:为|=|是)\s*(\d{{3,6}})"
         ),
     ),
     (
         "num_hidden_layers",
-        re.compile(
+        rx.compile(
             rf"(?<!last )(?<!top )(?<!first )(?<!final ){L}(\d{{1,3}}){SEP}(?:transformer{SEP}|decoder{SEP}|hidden{SEP})?(?:layers|blocks){R}|{L}(?:num{SEP}(?:hidden{SEP})?layers|n{SEP}layers?|layers){_IS}(\d{{1,3}}){R}"
             rf"|(?<![后前])(?<![后前]\s)(\d{{1,3}})\s*层|层数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
         ),
     ),
     (
         "num_key_value_heads",
-        re.compile(
+        rx.compile(
             rf"{L}(\d{{1,3}}){SEP}(?:kv|key{SEP}value){SEP}heads{R}|{L}(?:num{SEP}kv{SEP}heads|kv{SEP}heads|num{SEP}key{SEP}value{SEP}heads){_IS}(\d{{1,3}}){R}"
             rf"|(\d{{1,3}})\s*个?\s*kv\s*头|kv\s*头数?\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
         ),
     ),
     (
         "num_attention_heads",
-        re.compile(
+        rx.compile(
             rf"{L}(\d{{1,3}}){SEP}(?:attention{SEP})?heads{R}|{L}(?:num{SEP}(?:attention{SEP})?heads|n{SEP}heads|heads|attention{SEP}heads){_IS}(\d{{1,3}}){R}"
             rf"|(\d{{1,3}})\s*个?\s*(?:注意力)?头|(?<!kv)\s*头数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
         ),
     ),
     (
         "intermediate_size",
-        re.compile(
+        rx.compile(
             rf"{L}(?:intermediate{SEP}(?:size)?|ffn{SEP}(?:hidden{SEP})?(?:size|dim)?|mlp{SEP}(?:size|dim)){_IS}(\d{{3,6}}){R}"
             rf"|(?:ffn|中间层)\s*(?:维度|大小)?\s*(?:为|=|是|:)?\s*(\d{{3,6}})"
         ),
     ),
     (
         "vocab_size",
-        re.compile(
+        rx.compile(
             rf"{L}(?:vocab(?:ulary)?{SEP}(?:size)?){_IS}(\d+(?:\.\d+)?\s*k?){R}|{L}(\d+(?:\.\d+)?\s*k?){SEP}vocab(?:ulary)?{R}|词表\s*(?:大小)?\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?\s*k?)"
         ),
     ),
@@ -614,7 +615,7 @@ TRAINING_HINTS = frozenset(
         "warmup_steps",
     }
 )
-_DP_STATED = re.compile(rf"{L}(?:dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?){_IS}\d+|数据并行")
+_DP_STATED = rx.compile(rf"{L}(?:dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?){_IS}\d+|数据并行")
 
 
 def implies_training(low: str, fields: Fields) -> bool:

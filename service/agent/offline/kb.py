@@ -70,35 +70,80 @@ def kb_entry(topic: str, language: str) -> KbEntry | None:
     return entry
 
 
-def _keyword_pattern(keyword: str) -> re.Pattern[str]:
+def _keyword_check(keyword: str) -> tuple[str, re.Pattern[str] | None, bool]:
+    """How one keyword is checked: (literal, word-boundary pattern, against the question without spaces).
+    The literal must occur in the question (a substring test in C rules out nearly every keyword at once);
+    an ASCII keyword must also stand as a word, not inside a longer one."""
     if keyword.isascii():
-        return re.compile(rf"(?<![a-z0-9]){re.escape(keyword)}(?![a-z0-9])")
+        return keyword, re.compile(rf"(?<![a-z0-9]){re.escape(keyword)}(?![a-z0-9])"), False
     # Chinese keywords are matched without spaces: people write "QLoRA 和 LoRA" and "qlora和lora" alike
-    return re.compile(re.escape(re.sub(r"\s+", "", keyword)))
+    literal = re.sub(r"\s+", "", keyword)
+    return literal, None, not literal.isascii()
+
+
+_Check = tuple[
+    str, re.Pattern[str] | None, tuple[tuple[int, int], ...]
+]  # literal, word pattern, (topic, weight)
+
+
+@dataclass(frozen=True)
+class _TopicIndex:
+    topics: tuple[str, ...]  # sorted: on equal scores the first one wins
+    # the keywords by the first two characters of their literal (a question holding none of those pairs holds
+    # none of the literals: only the keywords of its own pairs are checked), on the question as written and
+    # without spaces; literals of one character are always checked
+    on_words: dict[str, tuple[_Check, ...]]
+    on_compact: dict[str, tuple[_Check, ...]]
+
+
+def _by_pair(checks: list[_Check]) -> dict[str, tuple[_Check, ...]]:
+    index: dict[str, list[_Check]] = {}
+    for check in checks:
+        index.setdefault(check[0][:2], []).append(check)
+    return {pair: tuple(items) for pair, items in index.items()}
 
 
 @lru_cache(maxsize=1)
-def _topic_patterns() -> tuple[tuple[str, tuple[tuple[re.Pattern[str], int], ...]], ...]:
+def _topic_index() -> _TopicIndex:
+    """Every distinct keyword once, with the topics it scores for: (topic's index, weight = its length)."""
     merged: dict[str, list[str]] = {}
     for language in LANGUAGES:
         for entry in load_kb(language).values():
             merged.setdefault(entry.topic, []).extend(entry.keywords)
-    return tuple(
-        (topic, tuple((_keyword_pattern(k), len(k)) for k in dict.fromkeys(words)))
-        for topic, words in sorted(merged.items())
-    )
+    topics = tuple(sorted(merged))
+    scores: dict[str, list[tuple[int, int]]] = {}
+    for t, topic in enumerate(topics):
+        for k in dict.fromkeys(merged[topic]):
+            scores.setdefault(k, []).append((t, len(k)))
+    on_words: list[_Check] = []
+    on_compact: list[_Check] = []
+    for k, weights in scores.items():
+        literal, bounded, compact = _keyword_check(k)
+        (on_compact if compact else on_words).append((literal, bounded, tuple(weights)))
+    return _TopicIndex(topics, _by_pair(on_words), _by_pair(on_compact))
+
+
+def _pairs(text: str) -> set[str]:
+    """Every two-character substring of `text`, and every single character (the one-character literals)."""
+    return {text[i : i + 2] for i in range(len(text) - 1)} | set(text)
 
 
 def match_topic(low: str) -> str | None:
-    """The knowledge-base topic whose keywords cover the most of the (lower-cased) question."""
-    best: tuple[int, str] | None = None
-    compact = re.sub(r"\s+", "", low)
-    for topic, patterns in _topic_patterns():
-        score = sum(
-            weight
-            for pattern, weight in patterns
-            if pattern.search(low if pattern.pattern.isascii() else compact)
-        )
-        if score and (best is None or score > best[0]):
-            best = (score, topic)
-    return best[1] if best else None
+    """The knowledge-base topic whose keywords cover the most of the (lower-cased) question (each keyword
+    counts its length once; on equal scores the first topic in sorted order)."""
+    index = _topic_index()
+    score = [0] * len(index.topics)
+    # the Chinese keywords are not ASCII: an ASCII question holds none of them
+    checked = (
+        [(low, index.on_words)]
+        if low.isascii()
+        else [(low, index.on_words), (re.sub(r"\s+", "", low), index.on_compact)]
+    )
+    for text, by_pair in checked:
+        for pair in _pairs(text) & by_pair.keys():
+            for literal, bounded, weights in by_pair[pair]:
+                if literal in text and (bounded is None or bounded.search(low) is not None):
+                    for t, weight in weights:
+                        score[t] += weight
+    best = max(score, default=0)
+    return index.topics[score.index(best)] if best else None

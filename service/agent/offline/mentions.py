@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from service.agent.offline import patterns as rx
 from service.agent.offline.numbers import EN_COUNT_WORD, ZH_NUMERAL, count_word, param_count, size_label
 
 L = r"(?<![a-z0-9.])"  # left boundary: not after an ASCII letter/digit
@@ -54,7 +55,7 @@ def _v(version: str | None) -> str:
 
 
 def _rule(pattern: str, name: Callable[[re.Match[str]], str]) -> ModelRule:
-    return ModelRule(re.compile(pattern), name)
+    return ModelRule(rx.compile(pattern), name)
 
 
 def _qwen(m: re.Match[str]) -> str:
@@ -64,7 +65,7 @@ def _qwen(m: re.Match[str]) -> str:
 
 
 def _deepseek(m: re.Match[str]) -> str:
-    tag = re.sub(SEP, "", m.group(1))
+    tag = rx.sub(SEP, "", m.group(1))
     return {"v2lite": "deepseek-v2-lite", "r1": "deepseek-r1"}.get(tag, f"deepseek-{tag}")
 
 
@@ -165,16 +166,16 @@ MODEL_RULES: tuple[ModelRule, ...] = (
 )
 
 # An unknown but model-shaped token ("foobar-13b"): passed on so the catalog can suggest near names.
-_GENERIC_MODEL = re.compile(rf"{L}([a-z][a-z0-9.]*(?:[_\-][a-z0-9.]+)*[_\-]\d+(?:\.\d+)?b){R}")
+_GENERIC_MODEL = rx.compile(rf"{L}([a-z][a-z0-9.]*(?:[_\-][a-z0-9.]+)*[_\-]\d+(?:\.\d+)?b){R}")
 # A bare size: "7B", "1.5b", "70 billion", "70亿", "700亿参数".
-_BARE_SIZE = re.compile(rf"{L}(\d+(?:\.\d+)?)\s*(b|bn|billion){R}|(\d+(?:\.\d+)?)\s*(千亿|百亿|亿)")
+_BARE_SIZE = rx.compile(rf"{L}(\d+(?:\.\d+)?)\s*(b|bn|billion){R}|(\d+(?:\.\d+)?)\s*(千亿|百亿|亿)")
 
 
 # "org/name" with a separator in the name (HF repo names have one; "a100/h100" and "tp/pp" do not)
-_REPO_ID = re.compile(
+_REPO_ID = rx.compile(
     r"(?<![\w/.])([a-z0-9][a-z0-9_.\-]{1,95}/[a-z0-9][a-z0-9_]*[.\-][a-z0-9_.\-]*[a-z0-9])(?![\w/])"
 )
-_OLLAMA_TAG = re.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
+_OLLAMA_TAG = rx.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
 
 
 def find_model(low: str) -> Mention | None:
@@ -195,7 +196,7 @@ def find_model(low: str) -> Mention | None:
     if repo:
         return Mention(repo.group(1), repo.start(), repo.end())
     m = _GENERIC_MODEL.search(low)
-    if m and not re.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
+    if m and not rx.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
         return Mention(m.group(1), m.start(), m.end())
     return None
 
@@ -219,32 +220,32 @@ _GPU_NAMES = (
     "v100|p100|p40|mi300x|mi325x|mi250x|mi250|mi210|910b|910c|"
     "5090|5080|4090|4080|4070|4060|3090|3080|3070|3060|2080"
 )
-_GPU = re.compile(
+_GPU = rx.compile(
     rf"(?:{L}nvidia\s*)?(?:{L}(?:geforce\s*)?rtx\s*|{L}tesla\s*|昇腾\s*|{L}ascend\s*|{L}amd\s*|{L}instinct\s*)?"
     rf"{L}({_GPU_NAMES})(?=\s*(?:d|ti|ada){R}|s{R}|[^a-z0-9]|$)(\s*d{R}|\s*ti{R}|\s*ada{R})?"
     rf"(?:[\s\-_]*(?:pcie|sxm\d?|nvl))?(?:[\s\-_]*\(?(\d{{2,3}})\s*(?:gb|g|gib){R}\)?)?"
 )
-_MEMORY_BEFORE = re.compile(
+_MEMORY_BEFORE = rx.compile(
     r"(?<![\d.])(\d{2,3})\s*(?:gb|g|gib)\s*(?:的\s*)?(?:modded\s*|魔改\s*)?(?:nvidia\s*)?(?:geforce\s*)?(?:rtx\s*)?$"
 )
-_ZH_COUNT_BEFORE = re.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块|卡|台)\s*(?:卡|显卡)?\s*$")
-_EN_COUNT_BEFORE = re.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
-_COUNT_AFTER = re.compile(
+_ZH_COUNT_BEFORE = rx.compile(rf"({ZH_NUMERAL}|\d+)\s*(?:张|块|卡|台)\s*(?:卡|显卡)?\s*$")
+_EN_COUNT_BEFORE = rx.compile(rf"{L}(\d+|{EN_COUNT_WORD})\s*(?:[x×*]\s*)?$")
+_COUNT_AFTER = rx.compile(
     rf"^(?:s{R})?\s*(?:gpus?|cards?|显卡|卡)?\s*(?:[x×*]\s*(\d+)|({ZH_NUMERAL}|\d+)\s*(?:张|块|卡))"
 )
-_EN_COUNT_ANY = re.compile(
+_EN_COUNT_ANY = rx.compile(
     rf"{L}(\d+|{EN_COUNT_WORD})[\s\-]*(?:x\s*)?(?:gpus|gpu|cards|graphics cards){R}"
     rf"|{L}(\d+|{EN_COUNT_WORD})\s+of\s+(?:them|those|these|it|the\s+(?:cards|gpus)){R}"
 )
 # "8xH100", "8*A100", "4×4090": the count glued to the card name
-_GLUED_COUNT = re.compile(
+_GLUED_COUNT = rx.compile(
     rf"{L}(\d{{1,4}})\s*[x×*]\s*(?=(?:nvidia\s*|rtx\s*|geforce\s*|tesla\s*)?(?:{_GPU_NAMES}))"
 )
-_ZH_COUNT_ANY = re.compile(
+_ZH_COUNT_ANY = rx.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
 )
-_SINGLE = re.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
-_NODES = re.compile(
+_SINGLE = rx.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
+_NODES = rx.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
 )
 
@@ -337,14 +338,14 @@ CARD_FOR_MEMORY: dict[int, str] = {
 }
 # unified-memory sizes of Apple silicon Macs in the GPU catalog (apple-<N>gb: what Metal lets one process use)
 APPLE_MEMORY = frozenset({16, 24, 32, 36, 48, 64, 96, 128, 192, 512})
-_CARD_MEMORY = re.compile(
+_CARD_MEMORY = rx.compile(
     r"(?<![a-z0-9.])(\d{1,3})\s*(?:gb|g|gib)(?![a-z0-9])"
     # not host memory: "64GB RAM", "32G内存", "128 GB of system memory"
     r"(?!\s*(?:of\s+)?(?:system\s+|cpu\s+|host\s+|ddr\d?\s*)?(?:ram|内存|system\s+memory|cpu\s+memory|ddr))"
 )
-_VRAM_WORD = re.compile(r"\s*(?:of\s+)?(?:vram|gpu|card|graphics|显存|显卡|的显卡|卡)")
-_VRAM_WORD_BEFORE = re.compile(r"(?:vram|显存)\s*(?:只有|有|is|of|:)?\s*$")
-_APPLE = re.compile(
+_VRAM_WORD = rx.compile(r"\s*(?:of\s+)?(?:vram|gpu|card|graphics|显存|显卡|的显卡|卡)")
+_VRAM_WORD_BEFORE = rx.compile(r"(?:vram|显存)\s*(?:只有|有|is|of|:)?\s*$")
+_APPLE = rx.compile(
     rf"{L}(?:mac(?:book)?(?:\s*(?:pro|air|studio|mini))?|apple(?:\s+silicon)?|m[1-4]\s*(?:pro|max|ultra)){R}"
     r"|苹果|(?<![a-z0-9])m[1-4](?=\s*(?:芯片|的|with|,|，))"
 )

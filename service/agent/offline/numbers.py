@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from service.agent.offline import patterns as rx
+
 # Chinese numerals people use for counts ("两张4090", "八卡", "十六张").
 _ZH_DIGITS = {
     "零": 0, "〇": 0, "一": 1, "单": 1, "二": 2, "两": 2, "双": 2, "三": 3, "四": 4,
@@ -62,7 +64,7 @@ def token_count(text: str) -> int | None:
 
     A 'k' on a context length means 1024 tokens, as model cards use it (Llama-3.1's "128K" = 131,072).
     """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM])?\s*", text)
+    m = rx.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM])?\s*", text)
     if not m:
         return None
     value = float(m.group(1))
@@ -74,7 +76,7 @@ def token_count(text: str) -> int | None:
 def plain_int(text: str) -> int | None:
     """'8', '1,024', '2k' (a batch or step count; k = 1000 here) -> int."""
     t = text.strip().replace(",", "").replace("_", "")
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kK])?", t)
+    m = rx.fullmatch(r"(\d+(?:\.\d+)?)([kK])?", t)
     if not m:
         return None
     value = float(m.group(1)) * (1000 if m.group(2) else 1)
@@ -96,10 +98,10 @@ _ZH_PARAM_UNITS = {"亿": 1e8, "千亿": 1e11, "万亿": 1e12, "百亿": 1e10}
 def param_count(text: str) -> int | None:
     """'7B' -> 7e9, '1.5b' -> 1.5e9, '70亿' -> 7e9, '700亿' -> 7e10, '1.8万亿' -> 1.8e12, '350M' -> 3.5e8."""
     t = text.strip().lower().replace(" ", "")
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(千亿|万亿|百亿|亿)", t)
+    m = rx.fullmatch(r"(\d+(?:\.\d+)?)(千亿|万亿|百亿|亿)", t)
     if m:
         return round(float(m.group(1)) * _ZH_PARAM_UNITS[m.group(2)])
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(billion|million|bn|b|m|t)", t)
+    m = rx.fullmatch(r"(\d+(?:\.\d+)?)(billion|million|bn|b|m|t)", t)
     if m:
         return round(float(m.group(1)) * _PARAM_UNITS[m.group(2)])
     return None
@@ -129,7 +131,7 @@ _EN_TENS = {
 }  # fmt: skip
 _EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6}
 EN_NUMBER_WORD = "|".join(sorted([*_EN_UNITS, *_EN_TENS, *_EN_SCALES, "point"], key=len, reverse=True))
-_EN_NUMBER_RUN = re.compile(
+_EN_NUMBER_RUN = rx.compile(
     rf"(?<![a-z])(?:a hundred|{'|'.join([*_EN_UNITS, *_EN_TENS])})(?:[\s-]+(?:and\s+)?(?:{EN_NUMBER_WORD}))*(?![a-z])"
 )
 
@@ -181,7 +183,7 @@ def replace_en_numbers(text: str) -> str:
 
 _ZH_SMALL_UNITS = {"十": 10, "百": 100, "千": 1000}
 ZH_NUMBER_CHARS = "零〇一二两三四五六七八九十百千万点"
-_ZH_NUMBER_RUN = re.compile(rf"[{ZH_NUMBER_CHARS}]+")
+_ZH_NUMBER_RUN = rx.compile(rf"[{ZH_NUMBER_CHARS}]+")
 
 
 def zh_number(text: str) -> float | None:

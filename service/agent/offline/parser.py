@@ -6,13 +6,13 @@ every default and lists it as an assumption.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from service.agent.events import Language
+from service.agent.offline import patterns as rx
 from service.agent.offline.asks import asked_figure
 from service.agent.offline.fields import (
     FULL_MENTION,
@@ -61,33 +61,33 @@ def normalise(text: str) -> str:
     """NFKC (full-width digits and punctuation to ASCII), lower case, one space between words."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = text.replace("—", "-").replace("–", "-").replace("×", "x")
-    return re.sub(r"\s+", " ", text).strip()
+    return rx.sub(r"\s+", " ", text).strip()
 
 
-_STRONG_CONCEPT = re.compile(
+_STRONG_CONCEPT = rx.compile(
     rf"{L}(?:why|explain|what(?:'s| is| are| does)|how does|how do|difference|is it true|rule of thumb|vs|versus|compared to|trade-?offs?){R}"
     r"|为什么|为何|什么是|是什么|解释|原理|区别|怎么理解|什么意思|啥意思|有什么不同|差别"
 )
-_SOFT_CONCEPT = re.compile(
+_SOFT_CONCEPT = rx.compile(
     rf"{L}(?:does|do|is|are|can|should|will)\b.*{L}(?:change|affect|increase|reduce|matter|shrink|save|help|use)"
     rf"|会不会|是否|影响|吗|能省|省显存|有用"
 )
-_ESTIMATE_FORM = re.compile(
+_ESTIMATE_FORM = rx.compile(
     rf"{L}(?:how much|how many|fit|fits|enough|need|needs|required|requirement|estimate|can i|will it|vram|memory){R}"
     r"|多少|够不够|够吗|能不能|能否|可以吗|放得下|装得下|跑得动|跑得起|显存需求|需要|几张|多大"
 )
-_LIST_GPUS = re.compile(
+_LIST_GPUS = rx.compile(
     rf"{L}(?:which|what|list)\s+(?:gpus|cards|graphics cards)\b|{L}(?:supported|known)\s+gpus|支持哪些(?:显卡|gpu)|有哪些(?:显卡|gpu)|显卡列表"
 )
-_LIST_MODELS = re.compile(
+_LIST_MODELS = rx.compile(
     rf"{L}(?:which|what|list)\s+models\b|{L}(?:supported|known)\s+models|支持哪些模型|有哪些模型|模型列表"
 )
-_OLLAMA = re.compile(rf"{L}ollama{R}")
-_PROMPT_TUNING = re.compile(
+_OLLAMA = rx.compile(rf"{L}ollama{R}")
+_PROMPT_TUNING = rx.compile(
     rf"{L}(?:p[\s_\-]*tuning(?:[\s_\-]*v2)?|ptuning(?:v2)?|prefix[\s_\-]*tuning|prompt[\s_\-]*tuning){R}"
 )
-_GREETING = re.compile(r"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
-_FOLLOWUP = re.compile(
+_GREETING = rx.compile(r"^(?:hi|hello|hey|help|你好|您好|嗨|在吗|帮助)[!！。.? ]*$")
+_FOLLOWUP = rx.compile(
     rf"^(?:and|what about|how about|then|instead|with|same|now|ok|so)\b|{L}(?:what about|how about|instead|rather)\b|"
     r"^(?:那|如果|换成|改成|改用|换|用|再)|呢[?？。]?$|换成|改成|改用"
 )
@@ -100,7 +100,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
 
     model = find_model(low)
     skip = [(model.start, model.end)] if model else []
-    skip += [(m.start(), m.end()) for m in re.finditer(rf"{L}a\d+(?:\.\d+)?b{R}", low)]
+    skip += [(m.start(), m.end()) for m in rx.finditer(rf"{L}a\d+(?:\.\d+)?b{R}", low)]
     size = None if model else find_bare_size(low, skip)
     gpu = find_gpu(low)
     if model:
@@ -110,7 +110,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     card = None
     if gpu.gpu:
         fields["gpu"] = gpu.gpu
-    elif re.search(rf"{L}colab{R}", low):
+    elif rx.search(rf"{L}colab{R}", low):
         fields["gpu"] = "t4"
     else:
         card = find_card_memory(low)
