@@ -68,3 +68,14 @@ NOTE_CODES: tuple[str, ...] = (
     "rl.generation_gathers_weights",  # TRL gathers the ZeRO-3 weights to generate (tools/rl.py)
     "rl.reference_adapters_disabled",  # PEFT reference = the policy with adapters off (tools/rl.py)
 )
+
+# the most loaded GPU's place in the layout (tools/rules/parallel.py Layout.gpu_role): code -> its values
+GPU_ROLE_CODES: dict[str, tuple[str, ...]] = {
+    "single_gpu": (),
+    "pp_stage": ("index", "of", "where", "layers"),
+    "tp_rank": ("of",),
+    "cp_rank": ("of",),
+    "ep_rank": ("of",),
+    "dp_rank": ("of",),
+    "dp_rank_zero": ("of", "zero"),
+}

@@ -109,6 +109,11 @@ def with_english_text(estimate: Estimate) -> Estimate:
         for a in estimate.assumptions
     ]
     update: dict[str, Any] = {"assumptions": reasons, "components": components}
+    if estimate.per_gpu.gpu_role is None and estimate.per_gpu.gpu_role_parts:
+        from service.agent.component_text import gpu_role_text
+
+        role = gpu_role_text(estimate.per_gpu, "en")
+        update["per_gpu"] = estimate.per_gpu.model_copy(update={"gpu_role": role})
     read_as = next((a for a in reasons if a.field == "gpu" and a.code in GPU_NAME_READINGS), None)
     if read_as is not None and estimate.gpu.alias_note is None:  # how the GPU name was read, in English
         update["gpu"] = estimate.gpu.model_copy(update={"alias_note": read_as.reason})

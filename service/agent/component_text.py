@@ -9,7 +9,7 @@ from typing import Any
 
 from service.agent.assumption_text import fill
 from service.agent.prompt_files import load_toml
-from tools.result import Component
+from tools.result import Component, PerGpu
 
 
 @lru_cache(maxsize=4)
@@ -52,3 +52,26 @@ def component_note_text(component: Component, language: str) -> str | None:
     if not code:
         return component.note
     return note_table(language).get(code) or note_table("en").get(code) or component.note
+
+
+@lru_cache(maxsize=4)
+def gpu_role_table(language: str) -> dict[str, str]:
+    """gpu role part code (and "where.<value>", "joiner") -> words in `language`."""
+    data = load_toml(language if language in ("en", "zh") else "en", "components.toml")
+    return {str(k): str(v) for k, v in data.get("gpu_role", {}).items()}
+
+
+def gpu_role_text(per_gpu: PerGpu, language: str) -> str | None:
+    """Which GPU the estimate is for, in `language`, from `per_gpu.gpu_role_parts`; the stored English
+    `gpu_role` of an Estimate saved before the parts were data; None when neither is there."""
+    parts = per_gpu.gpu_role_parts
+    if not parts:
+        return per_gpu.gpu_role
+    table = gpu_role_table(language)
+    said = []
+    for part in parts:
+        values = {
+            k: table.get(f"{k}.{v}", str(v)) for k, v in dict(part.get("values") or {}).items()
+        }  # 1024 as is
+        said.append(fill(table.get(str(part["code"]), str(part["code"])), values))
+    return table.get("joiner", ", ").join(said)

@@ -76,7 +76,7 @@ class ModelFootprint:
 
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
-    gpu_role: str
+    gpu_role: tuple[dict[str, object], ...]  # Layout.gpu_role parts
     notes: tuple[Note, ...] = ()
     stage: Stage | None = None
 
@@ -132,7 +132,7 @@ def phased(
 def footprint(
     phases: tuple[str, ...],
     parts: list[PhasedComponent | None],
-    gpu_role: str,
+    gpu_role: tuple[dict[str, object], ...],
     notes: list[Note],
     stage: Stage,
 ) -> ModelFootprint:
