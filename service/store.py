@@ -294,7 +294,144 @@ class _DirectSqliteReader:
         self._conn.close()
 
 
+# ---- the write statements, one copy each: the async engine runs them, the direct SQLite writer runs their
+# SQLite compilation (`_DirectSqliteWriter`)
+_BY_TURN_ID = _TURNS.c.id == bindparam("tid")
+TURN_COLUMNS = (
+    "conversation_id",
+    "question",
+    "answer",
+    "language",
+    "agent",
+    "scenario_json",
+    "created_at",
+    "status",
+)
+
+
+def _turn_row(t: _PendingTurn) -> dict[str, Any]:
+    """A turn's row for the INSERT (TURN_COLUMNS)."""
+    return {
+        "conversation_id": t.conversation_id,
+        "question": t.question,
+        "answer": t.answer,
+        "language": t.language,
+        "agent": t.agent,
+        "scenario_json": t.scenario_json,
+        "created_at": t.at,
+        "status": t.status,
+    }
+
+
+CONVERSATION_COLUMNS = ("id", "language", "scenario_json", "created_at", "updated_at", "owner")
+
+
+def conversation_upsert(dialect: Any) -> Any:
+    """INSERT ... ON CONFLICT (id) DO UPDATE of conversations for `dialect` (sqlite or postgresql): the
+    newest turn's language and time; a turn without a scenario (a concept question) keeps the stored one."""
+    upsert = dialect.insert(_CONVERSATIONS)
+    return upsert.on_conflict_do_update(
+        index_elements=[_CONVERSATIONS.c.id],
+        set_={
+            "language": upsert.excluded.language,
+            "updated_at": upsert.excluded.updated_at,
+            "scenario_json": func.coalesce(upsert.excluded.scenario_json, _CONVERSATIONS.c.scenario_json),
+        },
+    )
+
+
+def _answer_params(t: _PendingTurn) -> dict[str, Any]:
+    """`turn_answer_update`'s parameters for a finished turn."""
+    return {
+        "tid": t.turn_id,
+        "ans": t.answer,
+        "agt": t.agent,
+        "st": t.status,
+        "scn": t.scenario_json,
+        "lang": t.language or None,
+    }
+
+
+def _conversation_answer_params(t: _PendingTurn, at: Any) -> dict[str, Any]:
+    """`conversation_answer_update`'s parameters for a finished turn (`at`: its time as the driver takes it)."""
+    return {
+        "cid": t.conversation_id,
+        "tid": t.turn_id,
+        "at": at,
+        "lang": t.language or None,
+        "scn": t.scenario_json,
+    }
+
+
+def turn_answer_update() -> Any:
+    """A finished turn's answer, agent, status and scenario (its language unless none was detected);
+    parameters tid, ans, agt, st, scn, lang."""
+    return (
+        update(_TURNS)
+        .where(_BY_TURN_ID)
+        .values(
+            answer=bindparam("ans"),
+            agent=bindparam("agt"),
+            status=bindparam("st"),
+            scenario_json=bindparam("scn", type_=Text),
+            language=func.coalesce(bindparam("lang", type_=String), _TURNS.c.language),
+        )
+    )
+
+
+def conversation_answer_update() -> Any:
+    """The conversation's time, and its language and scenario unless a newer answered turn (by id) set
+    them, only where the turn (and so its conversation) still exists; parameters cid, tid, at, lang, scn."""
+    later = _TURNS.alias("later")
+    newer = (
+        later.c.conversation_id == bindparam("cid"),
+        later.c.id > bindparam("tid"),
+        later.c.status == "done",
+    )
+    newer_answered = select(later.c.id).where(*newer).exists()
+    newer_scenario = select(later.c.id).where(*newer, later.c.scenario_json.is_not(None)).exists()
+    lang = bindparam("lang", type_=String)
+    scn = bindparam("scn", type_=Text)
+    return (
+        update(_CONVERSATIONS)
+        .where(_CONVERSATIONS.c.id == bindparam("cid"), select(_TURNS.c.id).where(_BY_TURN_ID).exists())
+        .values(
+            updated_at=bindparam("at"),
+            language=case((and_(lang.is_not(None), ~newer_answered), lang), else_=_CONVERSATIONS.c.language),
+            scenario_json=case(
+                (and_(scn.is_not(None), ~newer_scenario), scn), else_=_CONVERSATIONS.c.scenario_json
+            ),
+        )
+    )
+
+
+def turn_cut_update() -> Any:
+    """A cut-off turn marked interrupted, never over a finished one; parameter tid."""
+    return update(_TURNS).where(_BY_TURN_ID, _TURNS.c.status == "in_progress").values(status="interrupted")
+
+
 _SQLITE_DATETIME = sqlite.DATETIME().bind_processor(sqlite.dialect())  # as SQLAlchemy stores a DateTime
+
+
+@dataclass(frozen=True)
+class _SqliteStatement:
+    """A statement compiled for SQLite with :named parameters, and the values of its own literals
+    (`status = 'done'` is bound as a parameter too)."""
+
+    sql: str
+    literals: dict[str, Any]
+
+    def params(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {**self.literals, **row}
+
+
+def _sqlite_statement(stmt: Any, column_keys: tuple[str, ...] | None = None) -> _SqliteStatement:
+    """`stmt` compiled for sqlite3 (for an INSERT, over `column_keys`)."""
+    keys = list(column_keys) if column_keys is not None else None
+    compiled = stmt.compile(dialect=sqlite.dialect(paramstyle="named"), column_keys=keys)
+    required = {b.key for b in compiled.binds.values() if b.required}  # what each row gives
+    literals = {k: v for k, v in compiled.params.items() if k not in required and v is not None}
+    return _SqliteStatement(str(compiled), literals)
 
 
 class _DirectSqliteWriter:
@@ -302,40 +439,18 @@ class _DirectSqliteWriter:
     sqlite3, its own connection): a group of turns is a handful of C calls, where SQLAlchemy + aiosqlite
     build and compile the statements again and make every cursor call a round trip to aiosqlite's thread
     (the thread and its GIL hand-offs were a sixth of the serving process's CPU in the 200-stream burst of
-    `benchmarks/load_chat.py`). The statements are the ones `ConversationStore._commit_turns` and
-    `_commit_finishes` send through the engine, written for SQLite. `BEGIN IMMEDIATE` with `busy_timeout=0`:
+    `benchmarks/load_chat.py`). The statements are the engine's own (`conversation_upsert`,
+    `turn_answer_update`, ...), compiled once for SQLite. `BEGIN IMMEDIATE` with `busy_timeout=0`:
     when another connection holds the write lock (the Slack or coach store, another process) it raises at
     once instead of blocking the loop, and so does any refused value; the caller then commits that group
     through the async engine, which waits for the lock off the loop and reports errors as before."""
 
-    _UPSERT_CONVERSATION = (
-        "INSERT INTO conversations (id, language, scenario_json, created_at, updated_at, owner)"
-        " VALUES (:id, :language, :scenario_json, :created_at, :updated_at, :owner)"
-        " ON CONFLICT (id) DO UPDATE SET language = excluded.language, updated_at = excluded.updated_at,"
-        " scenario_json = coalesce(excluded.scenario_json, conversations.scenario_json)"
-    )
-    _INSERT_TURN = (
-        "INSERT INTO turns (conversation_id, question, answer, language, agent, scenario_json, created_at, status)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-    )
-    _FINISH_TURN = (
-        "UPDATE turns SET answer = :ans, agent = :agt, status = :st, scenario_json = :scn,"
-        " language = coalesce(:lang, turns.language) WHERE turns.id = :tid"
-    )
-    # the conversation's time, and its language and scenario unless a newer answered turn (by id) set them
-    _FINISH_CONVERSATION = (
-        "UPDATE conversations SET updated_at = :at,"
-        " language = CASE WHEN (:lang IS NOT NULL AND NOT (EXISTS (SELECT later.id FROM turns AS later"
-        " WHERE later.conversation_id = :cid AND later.id > :tid AND later.status = 'done')))"
-        " THEN :lang ELSE conversations.language END,"
-        " scenario_json = CASE WHEN (:scn IS NOT NULL AND NOT (EXISTS (SELECT later.id FROM turns AS later"
-        " WHERE later.conversation_id = :cid AND later.id > :tid AND later.status = 'done'"
-        " AND later.scenario_json IS NOT NULL))) THEN :scn ELSE conversations.scenario_json END"
-        " WHERE conversations.id = :cid AND (EXISTS (SELECT turns.id FROM turns WHERE turns.id = :tid))"
-    )
-    _CUT_TURN = (
-        "UPDATE turns SET status = 'interrupted' WHERE turns.id = :tid AND turns.status = 'in_progress'"
-    )
+    # the same statements as the engine's, compiled once for SQLite with named parameters (sqlite3 takes dicts)
+    _UPSERT_CONVERSATION = _sqlite_statement(conversation_upsert(sqlite), CONVERSATION_COLUMNS)
+    _INSERT_TURN = _sqlite_statement(insert(_TURNS), TURN_COLUMNS)
+    _FINISH_TURN = _sqlite_statement(turn_answer_update())
+    _FINISH_CONVERSATION = _sqlite_statement(conversation_answer_update())
+    _CUT_TURN = _sqlite_statement(turn_cut_update())
 
     def __init__(self, path: str) -> None:
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -374,32 +489,24 @@ class _DirectSqliteWriter:
         """Conversations upserted, then the turns appended in order; their ids (raises sqlite3.Error)."""
 
         def write(conn: sqlite3.Connection) -> list[int | None]:
+            up = self._UPSERT_CONVERSATION
             conn.executemany(
-                self._UPSERT_CONVERSATION,
+                up.sql,
                 [
-                    {
-                        **c,
-                        "created_at": _SQLITE_DATETIME(c["created_at"]),
-                        "updated_at": _SQLITE_DATETIME(c["updated_at"]),
-                    }
+                    up.params(
+                        {
+                            **c,
+                            "created_at": _SQLITE_DATETIME(c["created_at"]),
+                            "updated_at": _SQLITE_DATETIME(c["updated_at"]),
+                        }
+                    )
                     for c in conversations
                 ],
             )
             ids: list[int | None] = []
             for t in turns:
-                cur = conn.execute(
-                    self._INSERT_TURN,
-                    (
-                        t.conversation_id,
-                        t.question,
-                        t.answer,
-                        t.language,
-                        t.agent,
-                        t.scenario_json,
-                        _SQLITE_DATETIME(t.at),
-                        t.status,
-                    ),
-                )
+                row = {**_turn_row(t), "created_at": _SQLITE_DATETIME(t.at)}
+                cur = conn.execute(self._INSERT_TURN.sql, self._INSERT_TURN.params(row))
                 ids.append(cur.lastrowid)
             return ids
 
@@ -410,35 +517,14 @@ class _DirectSqliteWriter:
 
         def write(conn: sqlite3.Connection) -> list[int | None]:
             if final:
+                answer, conv = self._FINISH_TURN, self._FINISH_CONVERSATION
+                conn.executemany(answer.sql, [answer.params(_answer_params(t)) for t in final])
                 conn.executemany(
-                    self._FINISH_TURN,
-                    [
-                        {
-                            "tid": t.turn_id,
-                            "ans": t.answer,
-                            "agt": t.agent,
-                            "st": t.status,
-                            "scn": t.scenario_json,
-                            "lang": t.language or None,
-                        }
-                        for t in final
-                    ],
-                )
-                conn.executemany(
-                    self._FINISH_CONVERSATION,
-                    [
-                        {
-                            "cid": t.conversation_id,
-                            "tid": t.turn_id,
-                            "at": _SQLITE_DATETIME(t.at),
-                            "lang": t.language or None,
-                            "scn": t.scenario_json,
-                        }
-                        for t in final
-                    ],
+                    conv.sql,
+                    [conv.params(_conversation_answer_params(t, _SQLITE_DATETIME(t.at))) for t in final],
                 )
             if cut:
-                conn.executemany(self._CUT_TURN, [{"tid": t.turn_id} for t in cut])
+                conn.executemany(self._CUT_TURN.sql, [self._CUT_TURN.params({"tid": t.turn_id}) for t in cut])
             return []
 
         self._transaction(write)
@@ -997,7 +1083,6 @@ class ConversationStore:
                 return [None] * len(turns)
             except sqlite3.Error as exc:  # locked by another connection, or a refused value: the engine says
                 log.info("direct write of %d turn(s) refused (%s); using the async engine", len(turns), exc)
-        by_id = _TURNS.c.id == bindparam("tid")
         async with self._engine.begin() as conn:
             if final:
                 # the lock first, in its own statement: under READ COMMITTED the statements after it see
@@ -1009,81 +1094,17 @@ class ConversationStore:
                     .with_for_update()
                 )
                 await conn.execute(
-                    update(_TURNS)
-                    .where(by_id)
-                    .values(
-                        answer=bindparam("ans"),
-                        agent=bindparam("agt"),
-                        status=bindparam("st"),
-                        scenario_json=bindparam("scn", type_=Text),
-                        language=func.coalesce(bindparam("lang", type_=String), _TURNS.c.language),
-                    ),
-                    [
-                        {
-                            "tid": t.turn_id,
-                            "ans": t.answer,
-                            "agt": t.agent,
-                            "st": t.status,
-                            "scn": t.scenario_json,
-                            "lang": t.language or None,
-                        }
-                        for t in final
-                    ],
+                    turn_answer_update(),
+                    [_answer_params(t) for t in final],
                 )
-                later = _TURNS.alias("later")
-                newer_answered = (
-                    select(later.c.id)
-                    .where(
-                        later.c.conversation_id == bindparam("cid"),
-                        later.c.id > bindparam("tid"),
-                        later.c.status == "done",
-                    )
-                    .exists()
-                )
-                newer_scenario = (
-                    select(later.c.id)
-                    .where(
-                        later.c.conversation_id == bindparam("cid"),
-                        later.c.id > bindparam("tid"),
-                        later.c.status == "done",
-                        later.c.scenario_json.is_not(None),
-                    )
-                    .exists()
-                )
-                lang = bindparam("lang", type_=String)
-                scn = bindparam("scn", type_=Text)
                 await conn.execute(
-                    update(_CONVERSATIONS)
-                    .where(
-                        _CONVERSATIONS.c.id == bindparam("cid"),
-                        select(_TURNS.c.id).where(by_id).exists(),
-                    )
-                    .values(
-                        updated_at=bindparam("at"),
-                        language=case(
-                            (and_(lang.is_not(None), ~newer_answered), lang), else_=_CONVERSATIONS.c.language
-                        ),
-                        scenario_json=case(
-                            (and_(scn.is_not(None), ~newer_scenario), scn),
-                            else_=_CONVERSATIONS.c.scenario_json,
-                        ),
-                    ),
-                    [
-                        {
-                            "cid": t.conversation_id,
-                            "tid": t.turn_id,
-                            "at": t.at,
-                            "lang": t.language or None,
-                            "scn": t.scenario_json,
-                        }
-                        for t in final  # in turn order: within this batch too, the newest answer wins
-                    ],
+                    conversation_answer_update(),
+                    # in turn order: within this batch too, the newest answer wins
+                    [_conversation_answer_params(t, t.at) for t in final],
                 )
             if cut:
                 await conn.execute(
-                    update(_TURNS)
-                    .where(by_id, _TURNS.c.status == "in_progress")
-                    .values(status="interrupted"),
+                    turn_cut_update(),
                     [{"tid": t.turn_id} for t in cut],
                 )
         return [None] * len(turns)
@@ -1113,39 +1134,15 @@ class ConversationStore:
             if dialect is None:
                 await self._merge_conversations_portable(conn, ids, latest, scenario_of)
             else:
-                upsert = dialect.insert(_CONVERSATIONS)
-                upsert = upsert.on_conflict_do_update(
-                    index_elements=[_CONVERSATIONS.c.id],
-                    set_={
-                        "language": upsert.excluded.language,
-                        "updated_at": upsert.excluded.updated_at,
-                        # a turn without a scenario (a concept question) keeps the stored one
-                        "scenario_json": func.coalesce(
-                            upsert.excluded.scenario_json, _CONVERSATIONS.c.scenario_json
-                        ),
-                    },
-                )
                 await conn.execute(
-                    upsert,
+                    conversation_upsert(dialect),
                     [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids],
                 )
             # the rows above stay locked until commit, so a concurrent commit for the same conversation
             # takes its turn ids after ours: per conversation, id order is commit order
             inserted = await conn.execute(
                 insert(_TURNS).returning(_TURNS.c.id, sort_by_parameter_order=True),
-                [
-                    {
-                        "conversation_id": t.conversation_id,
-                        "question": t.question,
-                        "answer": t.answer,
-                        "language": t.language,
-                        "agent": t.agent,
-                        "scenario_json": t.scenario_json,
-                        "created_at": t.at,
-                        "status": t.status,
-                    }
-                    for t in turns
-                ],
+                [_turn_row(t) for t in turns],
             )
             return list(inserted.scalars().all())
 
