@@ -107,7 +107,9 @@ def test_tp2_shards_linears_embedding_and_head_but_not_norms() -> None:
 
 def test_pp2_reports_the_first_stage_with_embedding_and_two_microbatches_in_flight() -> None:
     e = est(model="llama-2-7b", task="full_finetune", gpu="a100-80gb", pp=2, num_gpus=2)
-    assert e.per_gpu.gpu_role.startswith("PP stage 0 of 2 (first, 16 layers)")
+    assert e.per_gpu.gpu_role_parts == [
+        {"code": "pp_stage", "values": {"index": 0, "of": 2, "where": "first", "layers": 16}}
+    ]
     assert comp(e, "weights") == 2 * (16 * LAYER + EMB)
     assert e.component("logits") is None  # the LM head and the loss live on the last stage
     rs = resolve(Scenario(model="llama-2-7b", task="full_finetune", pp=2, num_gpus=2))

@@ -142,7 +142,9 @@ def test_worked_example_model_states_per_gpu() -> None:
     h, i, v, layers_per_stage, t = 4096, 11008, 32000, 16, 2
     p_local = v * h // t + layers_per_stage * ((4 * h * h + 3 * h * i) // t + 2 * h)
     assert p_local == 1_684_668_416
-    assert "PP stage 0" in (e.per_gpu.gpu_role or "") and "DP rank 0 of 4" in (e.per_gpu.gpu_role or "")
+    codes = [p["code"] for p in e.per_gpu.gpu_role_parts]
+    assert codes[0] == "pp_stage" and e.per_gpu.gpu_role_parts[0]["values"]["index"] == 0
+    assert {"code": "dp_rank", "values": {"of": 4}} in e.per_gpu.gpu_role_parts
     assert {n: _bytes(e, n) for n in STATES} == {
         "weights": 2 * p_local,
         "gradients": 2 * p_local,

@@ -140,7 +140,8 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
             total_bytes=total,
             peak_phase=pk.peak_phase,
             phases=pk.phases,
-            gpu_role=pk.fp.gpu_role,
+            gpu_role=None,  # the English text is filled at the edge
+            gpu_role_parts=list(pk.fp.gpu_role),
         ),
         components=pk.tensors + pk.overhead,
         gpu=GpuInfo.model_construct(
@@ -290,6 +291,7 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
             label_code=t.label,
             label_values=dict(t.label_values),
             model_role=None,
+            note_code=None,
             note=None,
         )
         for t in result.terms
@@ -321,6 +323,7 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
         peak_phase="serving",
         phases=[PhasePeak.model_construct(phase="serving", tensor_bytes=tensor)],
         gpu_role=est.per_gpu.gpu_role,
+        gpu_role_parts=est.per_gpu.gpu_role_parts,
     )
     est.fits = result.fits
     est.headroom_bytes = result.headroom_bytes

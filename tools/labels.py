@@ -4,6 +4,8 @@
 `prompts/<lang>/components.toml` (service/agent/component_text.py; the English one also fills
 `Component.label` in the JSON users see). `LABEL_CODES` lists every code the estimator can emit with the
 values its template may use; tests/test_component_labels.py checks each has a template in every language.
+`Component.note_code` likewise names a remark on a component (`NOTE_CODES`, templates in the same file's
+[notes]; the English one fills `Component.note`).
 """
 
 from __future__ import annotations
@@ -57,4 +59,23 @@ LABEL_CODES: dict[str, tuple[str, ...]] = {
     "compute_buffer": (),
     # RL (tools/rl.py)
     "vllm_reservation": (),
+}
+
+# a remark on a component (no values)
+NOTE_CODES: tuple[str, ...] = (
+    "optimizer.paged",  # paged optimizer states (tools/components/optimizer.py)
+    "zero3.gathered_layer",  # the layer gathered during a ZeRO-3 scoring forward (tools/rl.py)
+    "rl.generation_gathers_weights",  # TRL gathers the ZeRO-3 weights to generate (tools/rl.py)
+    "rl.reference_adapters_disabled",  # PEFT reference = the policy with adapters off (tools/rl.py)
+)
+
+# the most loaded GPU's place in the layout (tools/rules/parallel.py Layout.gpu_role): code -> its values
+GPU_ROLE_CODES: dict[str, tuple[str, ...]] = {
+    "single_gpu": (),
+    "pp_stage": ("index", "of", "where", "layers"),
+    "tp_rank": ("of",),
+    "cp_rank": ("of",),
+    "ep_rank": ("of",),
+    "dp_rank": ("of",),
+    "dp_rank_zero": ("of", "zero"),
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,9 @@ class Component(BaseModel):
     # readers; None straight out of tools.estimator
     label: str | None = None
     model_role: str | None = None  # RL: actor, critic, reference, reward; None for single-model jobs
+    # a remark on it, as a code (tools/labels.py NOTE_CODES); the words are each channel's
+    note_code: str | None = None
+    # that remark in English, filled at the edge (service/agent/component_text.py) for JSON readers
     note: str | None = None
 
 
@@ -47,7 +50,12 @@ class PerGpu(BaseModel):
     total_bytes: int = Field(ge=0)  # tensor peak + runtime overhead: what nvidia-smi would show
     peak_phase: str
     phases: list[PhasePeak] = Field(default_factory=list)
-    gpu_role: str | None = None  # which GPU this is: "PP stage 0 (first), TP rank 0"
+    # which GPU this is in English ("PP stage 0 of 2 (first, 16 layers), TP rank 0 of 2"), filled at the
+    # edge (service/agent/component_text.py) from gpu_role_parts; None straight out of tools.estimator
+    gpu_role: str | None = None
+    # the same as data: [{"code": "pp_stage", "values": {...}}, {"code": "tp_rank", ...}] (codes in
+    # tools/labels.py GPU_ROLE_CODES; `single_gpu` for one GPU; empty only in an Estimate stored before); the words are each channel's
+    gpu_role_parts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class GpuInfo(BaseModel):

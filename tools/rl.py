@@ -123,7 +123,7 @@ def _take(
     skip: tuple[str, ...] = (),
     rename: dict[str, str] | None = None,
     divide: int = 1,
-    note: str | None = None,
+    note_code: str | None = None,
 ) -> list[PhasedComponent]:
     """Copy `fp`'s parts at `src_phase` into `dst_phases` (optionally filtered, renamed or divided)."""
     out = []
@@ -147,7 +147,7 @@ def _take(
                 source=part.source,
                 at=dict.fromkeys(dst_phases, entry),  # the same (bytes, texts) in each phase
                 model_role=role,
-                note=note or part.note,
+                note_code=note_code or part.note_code,
             )
         )
     return out
@@ -319,7 +319,7 @@ def _frozen(
             only=("weights",),
             rename={"weights": "zero3_gathered_params"},
             divide=max(1, model.params.num_layers),
-            note="one gathered layer during the forward (ZeRO-3)",
+            note_code="zero3.gathered_layer",
         )
     parts += _take(fwd, "forward", (score_phase,), role=role, skip=STATIC_PARTS)
     return parts
@@ -398,7 +398,7 @@ def _actor_rollout(
                 "weights": "generation_gathered_weights",
                 "quant_metadata": "generation_gathered_quant_metadata",
             },
-            note="TRL unwrap_model_for_generation gathers the full ZeRO-3 weights to generate",
+            note_code="rl.generation_gathers_weights",
         )
     return parts
 
@@ -493,7 +493,7 @@ def _reference(
             (score_phase,),
             role="reference",
             skip=STATIC_PARTS,
-            note="adapters disabled on the policy: no second copy of the base (TRL with PEFT)",
+            note_code="rl.reference_adapters_disabled",
         )
         if fwd.stage is None or fwd.stage.last:
             lp = _logps_part(

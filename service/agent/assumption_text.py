@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from service.agent.prompt_files import load_toml
-from tools.result import Assumption, Estimate
+from tools.result import Assumption, Component, Estimate
 from tools.units import fmt_gib
 
 # Codes the service makes itself (the question parser's choices, the Hub look-up) -> the values they use
@@ -101,20 +101,32 @@ def list_joiner(language: str) -> str:
 
 def with_english_text(estimate: Estimate) -> Estimate:
     """A copy of `estimate` whose assumptions carry their English sentence in `reason`, whose components
-    carry their English name in `label` and whose `gpu.alias_note` says how the GPU name was read (what
+    carry their English name in `label` (and remark in `note`) and whose `gpu.alias_note` says how the GPU name was read (what
     the JSON users see keeps all three)."""
-    from service.agent.component_text import component_label_text
-
-    components = [
-        c if c.label or not c.label_code else c.model_copy(update={"label": component_label_text(c, "en")})
-        for c in estimate.components
-    ]
+    components = [_english_component(c) for c in estimate.components]
     reasons = [
         a if a.reason else a.model_copy(update={"reason": assumption_text(a, "en")})
         for a in estimate.assumptions
     ]
     update: dict[str, Any] = {"assumptions": reasons, "components": components}
+    if estimate.per_gpu.gpu_role is None and estimate.per_gpu.gpu_role_parts:
+        from service.agent.component_text import gpu_role_text
+
+        role = gpu_role_text(estimate.per_gpu, "en")
+        update["per_gpu"] = estimate.per_gpu.model_copy(update={"gpu_role": role})
     read_as = next((a for a in reasons if a.field == "gpu" and a.code in GPU_NAME_READINGS), None)
     if read_as is not None and estimate.gpu.alias_note is None:  # how the GPU name was read, in English
         update["gpu"] = estimate.gpu.model_copy(update={"alias_note": read_as.reason})
     return estimate.model_copy(update=update)
+
+
+def _english_component(c: Component) -> Component:
+    """`c` with its English `label` and `note` filled where it has a code for them and no text yet."""
+    from service.agent.component_text import component_label_text, component_note_text
+
+    update: dict[str, Any] = {}
+    if c.label_code and not c.label:
+        update["label"] = component_label_text(c, "en")
+    if c.note_code and not c.note:
+        update["note"] = component_note_text(c, "en")
+    return c.model_copy(update=update) if update else c

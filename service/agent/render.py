@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from service.agent.assumption_text import assumption_text
-from service.agent.component_text import component_label_text
+from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
@@ -294,8 +294,9 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
         "margin": _margin(estimate.safety_margin),
     }
     lines.append(_fill(lang, "text", "verdict_fits" if estimate.fits else "verdict_no_fit", **verdict_values))
-    if estimate.per_gpu.gpu_role and lang == "en" and num_gpus > 1:
-        lines.append(_fill(lang, "text", "gpu_role", role=estimate.per_gpu.gpu_role))
+    role = gpu_role_text(estimate.per_gpu, lang) if num_gpus > 1 else None
+    if role:
+        lines.append(_fill(lang, "text", "gpu_role", role=role))
     from service.agent.summary import min_gpus_line  # one sentence for the summary and the breakdown
 
     fewest = min_gpus_line(estimate, lang)
@@ -450,8 +451,9 @@ def _component_lines(c: Component, language: str) -> list[str]:
         )
     if c.source:
         out.append(_fill(language, "text", "component_source", source=c.source))
-    if c.note and _tpl(language, "text", "component_note") and language == "en":
-        out.append(_fill(language, "text", "component_note", note=c.note))
+    remark = component_note_text(c, language)
+    if remark and _tpl(language, "text", "component_note"):
+        out.append(_fill(language, "text", "component_note", note=remark))
     return out
 
 

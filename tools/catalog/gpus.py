@@ -129,7 +129,7 @@ def _at_stated_size(base: GpuSpec | None, gb: int) -> tuple[GpuSpec, GpuAlias]:
     if base is None:
         spec = GpuSpec(
             id=f"{gb}gb",
-            name=f"a {gb} GB card",
+            name=f"{gb} GB GPU",  # a figure and a unit: read the same in every language
             memory_bytes=memory,
             memory_source=f"stated by the user: {gb} GB, taken as {gb} GiB",
             marketed=f"{gb} GB",

@@ -36,6 +36,8 @@ def _need(cfg: Config, *keys: str) -> Any:
         "architecture",
         f"config.json (model_type '{model_type}') has no '{keys[0]}'",
         accepted=ACCEPTED,
+        code="config_key_missing",
+        values={"model_type": model_type, "key": keys[0]},
     )
 
 
@@ -178,7 +180,13 @@ def _gemma3_text(cfg: Config) -> dict[str, Any]:
 def _gemma3(cfg: Config) -> dict[str, Any]:
     text = cfg.get("text_config")
     if not isinstance(text, Mapping):
-        raise ScenarioError("architecture", "gemma3 config.json has no 'text_config'", accepted=ACCEPTED)
+        raise ScenarioError(
+            "architecture",
+            "gemma3 config.json has no 'text_config'",
+            accepted=ACCEPTED,
+            code="config_key_missing",
+            values={"model_type": "gemma3", "key": "text_config"},
+        )
     return _gemma3_text({"model_type": "gemma3_text", **text})
 
 
@@ -326,16 +334,28 @@ def _load_config(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:
         if path.is_dir():
             path = path / "config.json"
         if not path.is_file():
-            raise ScenarioError("architecture", f"no config.json at '{text}'", accepted=ACCEPTED)
+            raise ScenarioError(
+                "architecture",
+                f"no config.json at '{text}'",
+                accepted=ACCEPTED,
+                code="config_not_found",
+                values={"path": text},
+            )
         source = path.read_text(encoding="utf-8")
     try:
         loaded = json.loads(source)
     except json.JSONDecodeError as err:
         raise ScenarioError(
-            "architecture", f"config.json is not valid JSON ({err.msg})", accepted=ACCEPTED
+            "architecture",
+            f"config.json is not valid JSON ({err.msg})",
+            accepted=ACCEPTED,
+            code="config_not_json",
+            values={"detail": err.msg},
         ) from None
     if not isinstance(loaded, dict):
-        raise ScenarioError("architecture", "config.json must be a JSON object", accepted=ACCEPTED)
+        raise ScenarioError(
+            "architecture", "config.json must be a JSON object", accepted=ACCEPTED, code="config_not_object"
+        )
     return loaded
 
 
@@ -351,5 +371,9 @@ def architecture_from_hf_config(config: Mapping[str, Any] | str | Path) -> Archi
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ScenarioError(
-            "architecture", f"config.json value for '{where}' is invalid: {first['msg']}", accepted=ACCEPTED
+            "architecture",
+            f"config.json value for '{where}' is invalid: {first['msg']}",
+            accepted=ACCEPTED,
+            code="config_value_invalid",
+            values={"key": where, "detail": first["msg"]},
         ) from None

@@ -164,6 +164,8 @@ def architecture_for_params(count: int) -> tuple[Architecture, dict[str, object]
             "model",
             f"{count:,} parameters is too small for a decoder language model",
             accepted="e.g. 1B, 7B, 70B",
+            code="size_too_small",
+            values={"count": f"{count:,}"},
         )
     arch = best[1]
     arch = arch.model_copy(update={"extra_params": count - count_params(arch).total})
@@ -214,7 +216,13 @@ def resolve_bare_size(
         return None
     experts, count = parsed
     if count <= 0:
-        raise ScenarioError("model", f"'{text}' is not a positive model size", accepted="e.g. 7B, 70亿, 8x7B")
+        raise ScenarioError(
+            "model",
+            f"'{text}' is not a positive model size",
+            accepted="e.g. 7B, 70亿, 8x7B",
+            code="size_not_positive",
+            values={"size": text},
+        )
     key = _size_key(experts, count)
     wanted = count * (experts or 1)
     label = text.strip()
@@ -243,6 +251,8 @@ def resolve_bare_size(
             f"no catalog mixture-of-experts model is close to {experts}x{fmt_count(count)}",
             accepted="a catalog model name, or the model's HF config.json (architecture)",
             suggestions=[nearest.id],
+            code="moe_size_unknown",
+            values={"size": f"{experts}x{fmt_count(count)}"},
         )
     arch, shape_values = architecture_for_params(wanted)
     values = {"size": label, "params": wanted, **shape_values, "within": f"{MAX_RELATIVE_GAP:.0%}"}

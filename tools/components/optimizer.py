@@ -69,7 +69,7 @@ def optimizer_states(ts: TrainStep) -> PhasedComponent | None:
         same(TRAIN_PHASES, states, texts),
         ts.role,
         optimizer=opt.name,
-        note="paged: may be paged to CPU RAM under memory pressure" if opt.paged else None,
+        note_code="optimizer.paged" if opt.paged else None,
     )
 
 

@@ -34,7 +34,7 @@ class PhasedComponent:
     source: str
     at: At
     model_role: str | None = None
-    note: str | None = None
+    note_code: str | None = None  # tools/labels.py NOTE_CODES
     label_values: tuple[tuple[str, object], ...] = ()
 
     def bytes_at(self, phase: str) -> int:
@@ -69,7 +69,8 @@ class PhasedComponent:
             label_code=self.label,
             label_values=dict(self.label_values),
             model_role=self.model_role,
-            note=self.note,
+            note_code=self.note_code,
+            note=None,
         )
 
 
@@ -79,7 +80,7 @@ class ModelFootprint:
 
     phases: tuple[str, ...]
     parts: tuple[PhasedComponent, ...]
-    gpu_role: str
+    gpu_role: tuple[dict[str, object], ...]  # Layout.gpu_role parts
     notes: tuple[Note, ...] = ()
     stage: Stage | None = None
 
@@ -133,20 +134,20 @@ def phased(
     source: str,
     at: At,
     role: str | None,
-    note: str | None = None,
+    note_code: str | None = None,
     **label_values: object,
 ) -> PhasedComponent | None:
     """The component (`label`: its label code, filled by `label_values`), or None when it holds no
     bytes at any phase (nothing to show)."""
     if any(v[0] > 0 for v in at.values()):
-        return PhasedComponent(name, label, cite(source), at, role, note, tuple(label_values.items()))
+        return PhasedComponent(name, label, cite(source), at, role, note_code, tuple(label_values.items()))
     return None
 
 
 def footprint(
     phases: tuple[str, ...],
     parts: list[PhasedComponent | None],
-    gpu_role: str,
+    gpu_role: tuple[dict[str, object], ...],
     notes: list[Note],
     stage: Stage,
 ) -> ModelFootprint:

@@ -112,8 +112,8 @@ def cross_entropy_logits(ts: TrainStep) -> dict | None:
     }
 
 
-def _phased(name: str, label: str, source: str, at: dict, role: str | None, note: str | None = None):
-    return PhasedComponent(name, label, cite(source), at, role, note)
+def _phased(name: str, label: str, source: str, at: dict, role: str | None, note_code: str | None = None):
+    return PhasedComponent(name, label, cite(source), at, role, note_code)
 
 
 def _next_pow2(n: int) -> int:

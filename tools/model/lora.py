@@ -52,6 +52,8 @@ def targeted_linears(params: ParamBreakdown, targets: list[str] | tuple[str, ...
                 f"this model has no linear module named '{target}'",
                 accepted="all-linear or any of: " + ", ".join([*linear_names(params), *OUTER_TARGETS]),
                 suggestions=[n for n in linear_names(params) if short[:1] and n.startswith(short[:1])][:3],
+                code="lora_target_unknown",
+                values={"target": target, "names": ", ".join([*linear_names(params), *OUTER_TARGETS])},
             )
         wanted.add(short)
     return [lin for lin in linears if lin.name in wanted]

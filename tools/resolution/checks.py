@@ -58,16 +58,21 @@ def check_parallel(
     if ep > 1:
         if not arch.is_moe:
             raise ScenarioError(
-                "ep", "expert parallelism needs an MoE model", accepted="ep=1 for dense models"
+                "ep",
+                "expert parallelism needs an MoE model",
+                accepted="ep=1 for dense models",
+                code="ep_dense",
             )
         if int(arch.num_experts or 0) % ep:
             raise ScenarioError(
                 "ep",
                 f"ep={ep} does not divide the {arch.num_experts} experts",
                 accepted=f"a divisor of {arch.num_experts}",
+                code="ep_experts",
+                values={"ep": ep, "experts": arch.num_experts},
             )
     if pb.num_layers != arch.num_hidden_layers:  # pragma: no cover - count_params invariant
-        raise ScenarioError("architecture", "inconsistent layer count")
+        raise ScenarioError("architecture", "inconsistent layer count", code="layer_count")
 
 
 def check_gpu_split(num_gpus: int, *, tp: int, pp: int, cp: int) -> None:
@@ -94,7 +99,12 @@ def check_training_states(sc: Scenario, training: bool) -> None:
             code="zero_inference",
         )
     if sc.offload_optimizer not in (None, "none"):
-        raise ScenarioError("offload_optimizer", "there is no optimizer in inference", accepted="none")
+        raise ScenarioError(
+            "offload_optimizer",
+            "there is no optimizer in inference",
+            accepted="none",
+            code="optimizer_inference",
+        )
 
 
 def check_param_offload(offload_params: bool, zero: int, training: bool) -> None:
@@ -103,6 +113,7 @@ def check_param_offload(offload_params: bool, zero: int, training: bool) -> None
             "offload_params",
             "parameter offload needs ZeRO stage 3 (DeepSpeed offload_param / FSDP CPUOffload)",
             accepted="zero_stage=3 with offload_params=cpu|nvme, or offload_params=none",
+            code="param_offload_zero",
         )
 
 
@@ -123,6 +134,8 @@ def check_max_new_tokens(max_new_tokens: int | None, seq: int) -> None:
             "max_new_tokens",
             f"max_new_tokens {max_new_tokens:,} is larger than the context seq_len {seq:,}",
             accepted="0..seq_len (seq_len = prompt + generated tokens)",
+            code="max_new_tokens_context",
+            values={"max_new_tokens": f"{max_new_tokens:,}", "seq_len": f"{seq:,}"},
         )
 
 
@@ -148,9 +161,16 @@ def check_weight_dtype(task: str, weight_dtype: str) -> None:
 
 def check_quant_method(weight_dtype: str, quant_method: str | None) -> None:
     if weight_dtype == "nf4" and quant_method not in (None, "bnb"):
-        raise ScenarioError("quant_method", "NF4 is a bitsandbytes format", accepted="bnb for nf4")
+        raise ScenarioError(
+            "quant_method", "NF4 is a bitsandbytes format", accepted="bnb for nf4", code="nf4_method"
+        )
     if quant_method == "awq" and weight_dtype != "int4":
-        raise ScenarioError("quant_method", "AWQ stores 4-bit weights", accepted="weight_dtype=int4 with awq")
+        raise ScenarioError(
+            "quant_method",
+            "AWQ stores 4-bit weights",
+            accepted="weight_dtype=int4 with awq",
+            code="awq_dtype",
+        )
 
 
 def check_fine_tuning_settings(sc: Scenario, task: str, adapter_task: bool) -> None:
@@ -166,7 +186,13 @@ def check_fine_tuning_settings(sc: Scenario, task: str, adapter_task: bool) -> N
             values={"task": task},
         )
     if sc.trainable_layers is not None and task != "freeze":
-        raise ScenarioError("trainable_layers", f"does not apply to task={task}", accepted="task=freeze")
+        raise ScenarioError(
+            "trainable_layers",
+            f"does not apply to task={task}",
+            accepted="task=freeze",
+            code="trainable_layers_task",
+            values={"task": task},
+        )
 
 
 def check_trainable_layers(n: int, pb: ParamBreakdown) -> None:
@@ -175,4 +201,6 @@ def check_trainable_layers(n: int, pb: ParamBreakdown) -> None:
             "trainable_layers",
             f"{n} is more than the {pb.num_layers} layers",
             accepted=f"0..{pb.num_layers}",
+            code="trainable_layers_count",
+            values={"count": n, "layers": pb.num_layers},
         )

@@ -93,7 +93,9 @@ def resolve_model_ref(
         try:
             arch, shape = architecture_for_params(params)
         except ScenarioError as err:  # the count given is what is wrong
-            raise ScenarioError("params", err.message, accepted=err.accepted) from None
+            raise ScenarioError(
+                "params", err.message, accepted=err.accepted, code=err.code, values=err.values
+            ) from None
         label = _size_label(params)
         ref = ModelRef(label, label, arch, _breakdown(arch))
         assumptions.append(assumption("model", ref.id, "model.from_params", params=params, **shape))
@@ -102,6 +104,7 @@ def resolve_model_ref(
             "model",
             "no model given",
             accepted="a catalog model (llama-2-7b, Qwen2.5-7B), a size (7B, 70亿), params, or an HF config",
+            code="no_model",
         )
     if params and ref.params.total and abs(params - ref.params.total) / ref.params.total > 0.02:
         notes.append(

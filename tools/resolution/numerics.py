@@ -109,7 +109,13 @@ def training_rules(
     rname = default_recipe(sc, task, weight_dtype, f)
     oname = sc.optimizer or f.fill("optimizer", "adamw", "optimizer.default")
     if oname not in OPTIMIZERS:
-        raise ScenarioError("optimizer", f"unknown optimizer '{oname}'", accepted=", ".join(OPTIMIZER_NAMES))
+        raise ScenarioError(
+            "optimizer",
+            f"unknown optimizer '{oname}'",
+            accepted=", ".join(OPTIMIZER_NAMES),
+            code="unknown_optimizer",
+            values={"name": oname, "names": ", ".join(OPTIMIZER_NAMES)},
+        )
     optimizer = OPTIMIZERS[oname]
     if optimizer.paged:
         f.note("paged_optimizer")

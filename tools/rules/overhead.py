@@ -42,6 +42,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             label=None,
             label_code="cuda_context",
             model_role=None,
+            note_code=None,
             note=None,
         )
     ]
@@ -62,6 +63,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             label=None,
             label_code="allocator_slack",
             model_role=None,
+            note_code=None,
             note=None,
         )
     )
@@ -79,6 +81,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
                 label=None,
                 label_code="nccl_buffers",
                 model_role=None,
+                note_code=None,
                 note=None,
             )
         )

@@ -87,22 +87,23 @@ class Layout:
             out.append(Stage(k, self.pp, sum(split[:k]), split[k], in_flight))
         return out
 
-    def gpu_role(self, stage: Stage) -> str:
-        parts = []
+    def gpu_role(self, stage: Stage) -> tuple[dict[str, object], ...]:
+        """Which GPU the estimate is for, as data: one part per parallel dimension, each a code
+        (tools/labels.py GPU_ROLE_CODES) and its values; `single_gpu` alone for one GPU."""
+        parts: list[dict[str, object]] = []
         if self.pp > 1:
             where = "first" if stage.first else "last" if stage.last else "middle"
-            parts.append(f"PP stage {stage.index} of {self.pp} ({where}, {stage.n_layers} layers)")
-        if self.tp > 1:
-            parts.append(f"TP rank 0 of {self.tp}")
-        if self.cp > 1:
-            parts.append(f"CP rank 0 of {self.cp}")
-        if self.ep > 1:
-            parts.append(f"EP rank 0 of {self.ep}")
+            values = {"index": stage.index, "of": self.pp, "where": where, "layers": stage.n_layers}
+            parts.append({"code": "pp_stage", "values": values})
+        for code, size in (("tp_rank", self.tp), ("cp_rank", self.cp), ("ep_rank", self.ep)):
+            if size > 1:
+                parts.append({"code": code, "values": {"of": size}})
         if self.dp > 1:
-            parts.append(
-                f"DP rank 0 of {self.dp}" + (f" (ZeRO-{self.zero_stage})" if self.zero_stage else "")
-            )
-        return ", ".join(parts) if parts else "single GPU"
+            if self.zero_stage:
+                parts.append({"code": "dp_rank_zero", "values": {"of": self.dp, "zero": self.zero_stage}})
+            else:
+                parts.append({"code": "dp_rank", "values": {"of": self.dp}})
+        return tuple(parts) or ({"code": "single_gpu", "values": {}},)
 
     def communicators(self, *, training: bool) -> list[str]:
         """Process groups that allocate NCCL buffers on this GPU."""

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field, ValidationError
 
 from service.agent.assumption_text import assumption_text
-from service.agent.component_text import component_label_text
+from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -128,8 +128,9 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
         }
         if c.model_role:
             item["model_role"] = c.model_role
-        if c.note:
-            item["note"] = c.note
+        remark = component_note_text(c, "en")
+        if remark:
+            item["note"] = remark
         components.append(item)
     view: dict[str, Any] = {
         "scenario": est.scenario.model_dump(
@@ -175,8 +176,9 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
             for n in est.no_effect
         ],
     }
-    if est.per_gpu.gpu_role:
-        view["per_gpu"]["gpu_role"] = est.per_gpu.gpu_role
+    role = gpu_role_text(est.per_gpu, "en")
+    if role:
+        view["per_gpu"]["gpu_role"] = role
     if est.gpu.alias_note:
         view["gpu"]["alias_note"] = est.gpu.alias_note
     if est.notes:
