@@ -66,9 +66,15 @@ def test_coach_tab(browser, served, language: str) -> None:  # type: ignore[no-u
     page.click("#tab-coach")
     page.wait_for_selector("#coach-question[data-question-id]")  # an adaptive first question
     assert page.locator(".layout").is_hidden()
+    first = page.get_attribute("#coach-question", "data-question-id")
     page.select_option("#coach-topic", "weights_precision")
     page.click("#coach-next")
-    page.wait_for_selector('#coach-question[data-topic="weights_precision"]')
+    # the next question, not the first one (which may be of the same topic)
+    page.wait_for_function(
+        "q => { const e = document.getElementById('coach-question');"
+        " return e.dataset.topic === 'weights_precision' && e.dataset.questionId !== q; }",
+        arg=first,
+    )
 
     qid = page.get_attribute("#coach-question", "data-question-id")
     expected, _spec = expected_of(db, qid)

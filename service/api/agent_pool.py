@@ -196,6 +196,8 @@ class _Worker(asyncio.Protocol):
                 future.set_exception(value)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self.alive:  # already taken for lost (`exited`), before its socket's end was read
+            return
         self.alive = False
         died = WorkerDied(f"offline agent worker {self.pid} exited")
         if not self.ready.done():
@@ -207,6 +209,14 @@ class _Worker(asyncio.Protocol):
         with contextlib.suppress(Exception):
             self.process.join(timeout=0)  # reap it if it has exited
         self._on_lost(self)
+
+    def exited(self) -> bool:
+        """Gone, or its process has exited though the loop has not read its socket's end yet (a killed worker
+        is seen at once, not one event-loop turn later); such a worker is taken for lost now."""
+        if self.alive and not self.process.is_alive():
+            self.connection_lost(None)
+            self.close()
+        return not self.alive
 
     def ask(self, request_id: int, payload: tuple[Any, ...]) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -277,7 +287,7 @@ class ProcessPoolAgent:
 
     def worker_pids(self) -> list[int]:
         """The worker processes now serving (diagnostics, tests)."""
-        return sorted(w.pid for w in self._pool if w.alive)
+        return sorted(w.pid for w in list(self._pool) if not w.exited())
 
     async def stop(self) -> None:
         self._stopping = True
@@ -317,6 +327,8 @@ class ProcessPoolAgent:
         replaced first."""
         if self._stopping:
             raise RuntimeError("the offline agent pool is stopped")
+        for w in list(self._pool):
+            w.exited()  # an exited worker leaves the pool now and is replaced below
         if len(self._pool) < self.workers:
             self._spawning = self._spawning or asyncio.Lock()
             async with self._spawning:  # however many questions saw the loss, each worker is replaced once
