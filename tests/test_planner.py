@@ -67,7 +67,7 @@ def test_min_gpus_is_the_smallest_fitting_power_of_two() -> None:
     assert n is not None and n & (n - 1) == 0 and n > 8
     # 70B x 16 B/param = 1.1 TB of model states: at least 16 cards of 72 GiB usable
     assert n >= 16
-    at_min = [sg for sg in result.suggestions if sg.num_gpus == n and "use" in sg.change]
+    at_min = [sg for sg in result.suggestions if sg.num_gpus == n and sg.change_code == "more_gpus"]
     assert at_min and at_min[0].fits
     # half as many GPUs does not fit with the same strategy (ZeRO-3, or TP=8 + sequence parallel)
     half = s.merged(num_gpus=n // 2, zero_stage=3)
@@ -165,8 +165,14 @@ QA_SCENARIOS = {
 
 
 def _plan(name: str, limit: int = 8):
+    """The planner's result with the English words the JSON shows (filled at the service's edge)."""
+    from service.agent.suggestion_text import english_suggestion
+
     base = estimate(QA_SCENARIOS[name], plan=False)
-    return base, plan(base, limit=limit)
+    result = plan(base, limit=limit)
+    return base, result.model_copy(
+        update={"suggestions": [english_suggestion(s) for s in result.suggestions]}
+    )
 
 
 @pytest.mark.parametrize("name", sorted(QA_SCENARIOS))

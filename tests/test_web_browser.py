@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from service.agent.assumption_text import assumption_text
+from service.agent.suggestion_text import change_words
 from service.app import create_app
 from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
 from tools.estimator import estimate
@@ -176,7 +177,7 @@ def assert_chinese_panels(turn, expected, texts: dict[str, list[str]]) -> None: 
     assert len(suggestions) == len(expected.suggestions) >= 2
     for shown, s in zip(suggestions, expected.suggestions, strict=True):
         assert f"每卡 {s.total_bytes / GIB:.2f} GiB，{s.num_gpus} 张卡" in shown, shown
-        assert s.change not in shown, shown
+        assert change_words(s, "en") not in shown, shown
     assert any(s.startswith("✓ 开启梯度检查点 — ") and "每步约慢 33%（重计算）" in s for s in suggestions), (
         suggestions
     )

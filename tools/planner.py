@@ -88,12 +88,50 @@ SLOWDOWN_OPTIMIZER_IN_BACKWARD = 1.0
 SLOWDOWN_ACTIVATION_OFFLOAD = 1.1
 
 # Fidelity ranks (see module docstring).
+# Their words: prompts/<lang>/suggestions.toml [fidelity].
 FIDELITY_FULL, FIDELITY_LORA, FIDELITY_QLORA, FIDELITY_TASK_CHANGE = 0, 1, 2, 3
-FIDELITY_TEXT = {
-    FIDELITY_FULL: "same result as the original job",
-    FIDELITY_LORA: "small trade-off (LoRA adapters / 8-bit weights or KV)",
-    FIDELITY_QLORA: "larger trade-off (4-bit weights)",
-    FIDELITY_TASK_CHANGE: "changes the job (shorter sequences)",
+
+# What a suggestion is, as codes (its words: prompts/<lang>/suggestions.toml, said at the service's edge by
+# service/agent/suggestion_text.py): the change's shape -> the values it carries besides the moves/layout.
+CHANGE_CODES: dict[str, tuple[str, ...]] = {
+    "moves": (),  # the moves, stacked at the job's GPU count
+    "fewer_gpus": ("gpus", "asked"),  # the job fits as asked on fewer GPUs (the layout that does)
+    "more_gpus": ("gpus", "asked"),  # the job as stated on more GPUs (the layout)
+    "moves_on_gpus": ("gpus",),  # light moves on more GPUs (the layout)
+}
+# A move's code -> the values its words use.
+MOVE_CODES: dict[str, tuple[str, ...]] = {
+    "checkpointing": (),
+    "optimizer_8bit": (),
+    "zero": ("stage", "dp"),
+    "zero3": ("dp",),
+    "offload_optimizer": (),
+    "offload_params": (),
+    "micro_batch_accum": ("batch", "accum"),
+    "serve_fewer": ("batch", "was"),
+    "lora": ("rank",),
+    "qlora": (),
+    "shorter_context": ("seq_len",),
+    "shorter_sequence": ("seq_len",),
+    "tp": ("size",),
+    "pp": ("size",),
+    "kv_fp8": (),
+    "weights_fp8": (),
+    "weights_int8": (),
+    "weights_int4": (),
+    "chunked_ce": (),
+    "fused_linear_ce": (),
+    "optimizer_in_backward": (),
+    "activation_offloading": (),
+}
+# A layout part's code (how a GPU count is used) -> its values.
+LAYOUT_CODES: dict[str, tuple[str, ...]] = {
+    "same_settings": (),
+    "tp": ("tp",),
+    "tp_sp": ("tp",),
+    "pp": ("pp",),
+    "zero": ("stage",),
+    "data_parallel": (),
 }
 
 
@@ -110,14 +148,19 @@ class PlanResult(BaseModel):
 
 @dataclass(frozen=True)
 class Move:
-    """A concrete change: scenario fields and human text. `drops`: fields whose earlier moves this one
-    makes moot (e.g. CPU offload of the optimizer makes an 8-bit GPU optimizer moot)."""
+    """A concrete change: scenario fields and its code (MOVE_CODES) with `values`. `drops`: fields whose
+    earlier moves this one makes moot (e.g. CPU offload of the optimizer makes an 8-bit GPU optimizer moot)."""
 
-    text: str
+    code: str
     changes: dict[str, Any]
     fidelity: int = FIDELITY_FULL  # informative; the ranking uses fidelity_rank() on the final changes
     slowdown: float = 1.0
     drops: tuple[str, ...] = ()
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def part(self) -> dict[str, Any]:
+        return {"code": self.code, "values": dict(self.values)}
 
 
 @dataclass
@@ -128,8 +171,8 @@ class Candidate:
     changes: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def text(self) -> str:
-        return " + ".join(m.text for m in self.moves)
+    def parts(self) -> list[dict[str, Any]]:
+        return [m.part for m in self.moves]
 
 
 def _compose(moves: Iterable[Move]) -> Candidate:
@@ -241,7 +284,7 @@ class Checkpointing:
         if s.task not in TRAINING_TASKS or s.gradient_checkpointing or s.recompute == "full":
             return None
         return Move(
-            "gradient checkpointing (full recompute)",
+            "checkpointing",
             {"gradient_checkpointing": True, "recompute": "full"},
             slowdown=SLOWDOWN_RECOMPUTE,
         )
@@ -256,7 +299,7 @@ class EightBitOptimizer:
             return None
         if (s.offload_optimizer or "none") != "none":  # states already on the CPU: 8-bit buys little there
             return None
-        return Move("8-bit AdamW (bitsandbytes)", {"optimizer": "adamw_8bit"}, slowdown=SLOWDOWN_OPTIM_8BIT)
+        return Move("optimizer_8bit", {"optimizer": "adamw_8bit"}, slowdown=SLOWDOWN_OPTIM_8BIT)
 
 
 @dataclass(frozen=True)
@@ -268,11 +311,11 @@ class ZeroStage:
     def move(self, s: Scenario) -> Move | None:
         if s.task not in TRAINING_TASKS or _dp(s) < 2 or (s.zero_stage or 0) >= self.stage:
             return None
-        name = "ZeRO-3 / FSDP full shard" if self.stage == 3 else f"ZeRO-{self.stage}"
         return Move(
-            f"{name} over {_dp(s)} data-parallel GPUs",
+            "zero3" if self.stage == 3 else "zero",
             {"zero_stage": self.stage},
             slowdown=SLOWDOWN_ZERO[self.stage],
+            values={"dp": _dp(s)} if self.stage == 3 else {"stage": self.stage, "dp": _dp(s)},
         )
 
 
@@ -285,7 +328,7 @@ class OffloadOptimizer:
             return None
         # ZeRO-Offload runs with ZeRO-2 (or 3) even on one GPU (DeepSpeed zero_optimization.offload_optimizer)
         return Move(
-            "offload optimizer states to CPU (ZeRO-Offload)",
+            "offload_optimizer",
             {"offload_optimizer": "cpu", "zero_stage": max(2, s.zero_stage or 0)},
             slowdown=SLOWDOWN_OFFLOAD_OPTIMIZER,
             drops=("optimizer",),  # DeepSpeed's CPU Adam replaces a GPU 8-bit optimizer
@@ -301,7 +344,7 @@ class OffloadParams:
             return None
         # parameter offload needs ZeRO-3 (DeepSpeed offload_param is a stage-3 feature)
         return Move(
-            "offload parameters and optimizer to CPU (ZeRO-3 Infinity)",
+            "offload_params",
             {"offload_params": "cpu", "offload_optimizer": "cpu", "zero_stage": 3},
             slowdown=SLOWDOWN_OFFLOAD_PARAMS * SLOWDOWN_OFFLOAD_OPTIMIZER,
             drops=("optimizer",),
@@ -324,13 +367,17 @@ class SmallerMicroBatch:
         factor = b / new
         accum = max(1, round((s.gradient_accumulation_steps or 1) * factor))
         changes: dict[str, Any] = {"batch_size": new}
-        text = f"micro-batch {new}"
         if s.task in TRAINING_TASKS:
             changes["gradient_accumulation_steps"] = accum
-            text += f" with gradient accumulation {accum} (same global batch)"
-            return Move(text, changes, slowdown=SLOWDOWN_HALVE_BATCH ** math.log2(factor))
-        text = f"serve {new} sequence(s) at a time instead of {b}"
-        return Move(text, changes, fidelity=FIDELITY_FULL, slowdown=factor)
+            return Move(
+                "micro_batch_accum",
+                changes,
+                slowdown=SLOWDOWN_HALVE_BATCH ** math.log2(factor),
+                values={"batch": new, "accum": accum},
+            )
+        return Move(
+            "serve_fewer", changes, fidelity=FIDELITY_FULL, slowdown=factor, values={"batch": new, "was": b}
+        )
 
 
 @dataclass(frozen=True)
@@ -348,7 +395,7 @@ class UseLora:
         if s.task in FULL_WEIGHT_TASKS:
             changes["task"] = "lora"
             changes["trainable_layers"] = None
-        return Move(f"LoRA r={self.rank} on all linear layers (frozen 16-bit base)", changes, FIDELITY_LORA)
+        return Move("lora", changes, FIDELITY_LORA, values={"rank": self.rank})
 
 
 @dataclass(frozen=True)
@@ -374,7 +421,7 @@ class UseQlora:
             changes["task"] = "qlora"
             changes["trainable_layers"] = None
         return Move(
-            "QLoRA: 4-bit NF4 base + LoRA, paged 8-bit AdamW",
+            "qlora",
             changes,
             FIDELITY_QLORA,
             SLOWDOWN_QLORA,
@@ -389,8 +436,8 @@ class ShorterSequence:
         n = s.seq_len or 0
         if n < 512:
             return None
-        what = "context" if s.task == "inference" else "sequence length"
-        return Move(f"halve the {what} to {n // 2}", {"seq_len": n // 2}, FIDELITY_TASK_CHANGE)
+        code = "shorter_context" if s.task == "inference" else "shorter_sequence"
+        return Move(code, {"seq_len": n // 2}, FIDELITY_TASK_CHANGE, values={"seq_len": n // 2})
 
 
 def megatron_layouts(s: Scenario) -> bool:
@@ -415,9 +462,7 @@ class TensorParallel:
             return None
         if tp >= self.size or (s.num_gpus or 1) < self.size * pp or (s.num_gpus or 1) % (self.size * pp):
             return None
-        return Move(
-            f"tensor parallel TP={self.size} across the job's GPUs", {"tp": self.size}, slowdown=SLOWDOWN_TP
-        )
+        return Move("tp", {"tp": self.size}, slowdown=SLOWDOWN_TP, values={"size": self.size})
 
 
 @dataclass(frozen=True)
@@ -433,7 +478,7 @@ class PipelineParallel:
         if (s.num_gpus or 1) < tp * self.size or (s.num_gpus or 1) % (tp * self.size):
             return None
         bubble = 1 + (self.size - 1) / PP_ASSUMED_MICROBATCHES  # 1F1B bubble (Narayanan et al. 2021)
-        return Move(f"pipeline parallel PP={self.size}", {"pp": self.size}, slowdown=bubble)
+        return Move("pp", {"pp": self.size}, slowdown=bubble, values={"size": self.size})
 
 
 @dataclass(frozen=True)
@@ -443,7 +488,7 @@ class KvDtype8:
     def move(self, s: Scenario) -> Move | None:
         if s.task != "inference" or s.kv_dtype in ("fp8", "int8"):
             return None
-        return Move("fp8 KV cache (vLLM kv_cache_dtype=fp8)", {"kv_dtype": "fp8"}, FIDELITY_LORA)
+        return Move("kv_fp8", {"kv_dtype": "fp8"}, FIDELITY_LORA)
 
 
 @dataclass(frozen=True)
@@ -460,18 +505,14 @@ class QuantizedWeights:
         ):
             return None
         if self.dtype == "fp8":
-            return Move(
-                "fp8 weights (vLLM quantization=fp8)", {"weight_dtype": "fp8", "quant_method": "fp8"}, 1
-            )
+            return Move("weights_fp8", {"weight_dtype": "fp8", "quant_method": "fp8"}, 1)
         if self.dtype == "int4":
             return Move(
-                "int4 weights (AWQ/GPTQ, group 128)",
+                "weights_int4",
                 {"weight_dtype": "int4", "quant_method": "awq", "quant_group_size": 128},
                 FIDELITY_QLORA,
             )
-        return Move(
-            "int8 weights (bitsandbytes LLM.int8)", {"weight_dtype": "int8", "quant_method": "bnb"}, 1
-        )
+        return Move("weights_int8", {"weight_dtype": "int8", "quant_method": "bnb"}, 1)
 
 
 @dataclass(frozen=True)
@@ -485,12 +526,9 @@ class LossSaver:
             return None
         if (s.cross_entropy or "standard") != "standard":
             return None
-        text = {
-            "chunked": "chunked cross-entropy (torchtune CEWithChunkedOutputLoss)",
-            "fused_linear": "fused linear cross-entropy (Liger)",
-        }[self.kind]
+        code = {"chunked": "chunked_ce", "fused_linear": "fused_linear_ce"}[self.kind]
         slow = SLOWDOWN_FUSED_CE if self.kind == "fused_linear" else SLOWDOWN_CHUNKED_CE
-        return Move(text, {"cross_entropy": self.kind}, slowdown=slow)
+        return Move(code, {"cross_entropy": self.kind}, slowdown=slow)
 
 
 @dataclass(frozen=True)
@@ -503,7 +541,7 @@ class OptimizerInBackward:
         if (s.gradient_accumulation_steps or 1) > 1 or (s.zero_stage or 0) > 0 or _dp(s) > 1:
             return None
         return Move(
-            "optimizer step in backward (torchtune optimizer_in_bwd)",
+            "optimizer_in_backward",
             {"optimizer_in_backward": True},
             slowdown=SLOWDOWN_OPTIMIZER_IN_BACKWARD,
         )
@@ -519,7 +557,7 @@ class ActivationOffloading:
         if not (s.gradient_checkpointing or s.recompute == "full"):
             return None
         return Move(
-            "activation offloading to CPU (torchtune)",
+            "activation_offloading",
             {"activation_offloading": True},
             slowdown=SLOWDOWN_ACTIVATION_OFFLOAD,
         )
@@ -745,23 +783,19 @@ def _min_gpus(
     return best
 
 
-def _gpus(n: int) -> str:
-    return "a single GPU" if n == 1 else f"{n} GPUs"
-
-
-def _layout_text(changes: dict[str, Any]) -> str:
+def _layout_parts(changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """How a GPU count's layout reads, as LAYOUT_CODES parts (its words: suggestions.toml [layout])."""
     if changes.get("num_gpus") == 1:
-        return "same settings"
-    parts = []
+        return [{"code": "same_settings", "values": {}}]
+    parts: list[dict[str, Any]] = []
     if changes.get("tp", 1) > 1:
-        parts.append(
-            f"TP={changes['tp']}" + (" with sequence parallel" if changes.get("sequence_parallel") else "")
-        )
+        code = "tp_sp" if changes.get("sequence_parallel") else "tp"
+        parts.append({"code": code, "values": {"tp": changes["tp"]}})
     if changes.get("pp", 1) > 1:
-        parts.append(f"PP={changes['pp']}")
+        parts.append({"code": "pp", "values": {"pp": changes["pp"]}})
     if changes.get("zero_stage"):
-        parts.append(f"ZeRO-{changes['zero_stage']}")
-    return ", ".join(parts) or "data parallel"
+        parts.append({"code": "zero", "values": {"stage": changes["zero_stage"]}})
+    return parts or [{"code": "data_parallel", "values": {}}]
 
 
 def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Fit] | None:
@@ -888,7 +922,16 @@ class _Suggestions:
     stated: Scenario
     scored: list[tuple[tuple[Any, ...], Suggestion]] = field(default_factory=list)
 
-    def add(self, text: str, changes: dict[str, Any], est: Fit) -> None:
+    def add(
+        self,
+        code: str,
+        changes: dict[str, Any],
+        est: Fit,
+        moves: list[dict[str, Any]] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
+        """Keep a fitting candidate: `code` (CHANGE_CODES) with its `values`, `moves` (MOVE_CODES parts, in
+        order) and, for a GPU-count change, its layout parts; the words are the service's."""
         # "without offload" is a constraint of the question: no suggestion brings offload back
         no_offload = [f for f in ("offload_optimizer", "offload_params") if getattr(self.stated, f) == "none"]
         if any(changes.get(f) not in (None, "none") for f in no_offload):
@@ -897,17 +940,20 @@ class _Suggestions:
         fid, slow = fidelity_rank(s, changes), step_time_factor(s, changes)
         n = est.scenario.num_gpus or 1
         key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
-        rationale = (
-            f"{_gpus(n)}; {FIDELITY_TEXT[fid]} (fidelity rank {fid}); step time x{slow:.2f} "
-            f"(estimated); {est.total_bytes / 2**30:.1f} GiB per GPU"
-        )
-        sg = Suggestion(
-            change=text,
+        layout = _layout_parts(changes) if code != "moves" else []
+        sg = Suggestion.model_construct(  # built from checked values: no validation per candidate
+            change=None,
             scenario_changes=dict(changes),
             total_bytes=est.total_bytes,
             fits=est.fits,
             num_gpus=n,
-            rationale=rationale,
+            rationale=None,
+            change_code=code,
+            change_values=dict(values or {}),
+            moves=list(moves or []),
+            layout_parts=layout,
+            fidelity_rank=fid,
+            step_time_factor=slow,
         )
         self.scored.append((key, sg))
 
@@ -919,14 +965,9 @@ def _gpu_count_suggestion(
     n0 = base.scenario.num_gpus or 1
     if found is not None and found[0] < n0 and base.fits:
         # the user asked for more GPUs than the job needs: say so (never when it does not fit as asked)
-        kept.add(
-            f"{_gpus(found[0])} {'is' if found[0] == 1 else 'are'} enough instead of the {n0} asked for"
-            f" ({_layout_text(found[1])})",
-            found[1],
-            found[2],
-        )
+        kept.add("fewer_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
     elif found is not None and found[0] > n0:
-        kept.add(f"use {_gpus(found[0])} instead of {n0} ({_layout_text(found[1])})", found[1], found[2])
+        kept.add("more_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
 
 
 def _single_levers(search: _Search, kept: _Suggestions) -> None:
@@ -937,7 +978,7 @@ def _single_levers(search: _Search, kept: _Suggestions) -> None:
             cand = _compose([mv])
             est = search.run(cand.changes)
             if est is not None and est.fits:
-                kept.add(cand.text, cand.changes, est)
+                kept.add("moves", cand.changes, est, moves=cand.parts)
 
 
 def _ladders(search: _Search, kept: _Suggestions) -> None:
@@ -952,7 +993,7 @@ def _ladders(search: _Search, kept: _Suggestions) -> None:
         res = _ladder(search, start, ladder)
         if res is not None:
             cand, est = _prune(search, res[0], res[1])
-            kept.add(cand.text, cand.changes, est)
+            kept.add("moves", cand.changes, est, moves=cand.parts)
 
 
 def _more_gpus(
@@ -983,4 +1024,4 @@ def _more_gpus(
         cand = _compose(light)
         got = _min_gpus(search, cand.changes, stated_fields)
         if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
-            kept.add(f"{cand.text} on {_gpus(got[0])} ({_layout_text(got[1])})", got[1], got[2])
+            kept.add("moves_on_gpus", got[1], got[2], moves=cand.parts, values={"gpus": got[0]})

@@ -69,12 +69,24 @@ class GpuInfo(BaseModel):
 class Suggestion(BaseModel):
     """A concrete change to the scenario, with its own estimate."""
 
-    change: str  # human text: "use QLoRA (4-bit base)"
+    # the English words ("QLoRA: 4-bit NF4 base + LoRA, paged 8-bit AdamW"), filled at the service's edge
+    # (service/agent/suggestion_text.py) from the codes below; None straight out of tools.planner
+    change: str | None = None
     scenario_changes: dict[str, object]  # fields to apply to the scenario
     total_bytes: int = Field(ge=0)
     fits: bool
     num_gpus: int
+    # the English cost line ("a single GPU; same result as ...; step time x1.33 (estimated); 15.1 GiB per
+    # GPU"), filled at the edge from num_gpus, fidelity_rank, step_time_factor and total_bytes
     rationale: str | None = None
+    # what the change is, as data (tools/planner.py CHANGE_CODES, MOVE_CODES, LAYOUT_CODES); None/empty
+    # only in a Suggestion stored before they existed (its `change`/`rationale` are then what is shown)
+    change_code: str | None = None
+    change_values: dict[str, object] = Field(default_factory=dict)  # gpus, asked: the GPU counts it names
+    moves: list[dict[str, Any]] = Field(default_factory=list)  # [{"code", "values"}], in order
+    layout_parts: list[dict[str, Any]] = Field(default_factory=list)  # [{"code", "values"}]: the GPU layout
+    fidelity_rank: int | None = None  # 0 same result .. 3 changes the job (tools/planner.py cost model)
+    step_time_factor: float | None = None  # step-time multiplier vs the job as asked (estimated)
 
 
 class Assumption(BaseModel):

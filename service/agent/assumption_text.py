@@ -101,14 +101,21 @@ def list_joiner(language: str) -> str:
 
 def with_english_text(estimate: Estimate) -> Estimate:
     """A copy of `estimate` whose assumptions carry their English sentence in `reason`, whose components
-    carry their English name in `label` (and remark in `note`) and whose `gpu.alias_note` says how the GPU name was read (what
-    the JSON users see keeps all three)."""
+    carry their English name in `label` (and remark in `note`), whose suggestions carry their English
+    `change` and `rationale`, and whose `gpu.alias_note` says how the GPU name was read (what the JSON
+    users see keeps them all)."""
     components = [_english_component(c) for c in estimate.components]
     reasons = [
         a if a.reason else a.model_copy(update={"reason": assumption_text(a, "en")})
         for a in estimate.assumptions
     ]
     update: dict[str, Any] = {"assumptions": reasons, "components": components}
+    if (
+        estimate.suggestions
+    ):  # the planner's change and rationale in English (service/agent/suggestion_text.py)
+        from service.agent.suggestion_text import english_suggestion
+
+        update["suggestions"] = [english_suggestion(sg) for sg in estimate.suggestions]
     if estimate.per_gpu.gpu_role is None and estimate.per_gpu.gpu_role_parts:
         from service.agent.component_text import gpu_role_text
 

@@ -112,12 +112,14 @@ def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
     """A planner change in the answer's language, composed from its scenario_changes via
     prompts/<lang>/labels.toml [change] (never by translating the planner's English text); the
     layout fields (GPU count, TP/PP, ZeRO) read as one phrase (`layout_text`)."""
+    from service.agent.suggestion_text import change_words  # the planner's own codes, said in `language`
+
     if not suggestion.scenario_changes:
-        return suggestion.change
+        return change_words(suggestion, language)
     lang = _lang(language)
     table = _labels(lang, "change")
     if not table:
-        return suggestion.change
+        return change_words(suggestion, language)
     fields = _labels(lang, "field")
     changes = {k: v for k, v in suggestion.scenario_changes.items() if v is not None}
     skip: set[str] = set(LAYOUT_FIELDS)
@@ -152,7 +154,7 @@ def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
         if where:
             parts.append(where)
     joiner = _tpl(lang, "text", "change_joiner") or " + "
-    return joiner.join(parts) or suggestion.change
+    return joiner.join(parts) or change_words(suggestion, language)
 
 
 # Fields a planner change of method (task) sets along with it; the method's own label says them.

@@ -155,8 +155,10 @@ def render_table(est: Any) -> str:
         lines += [f"  - {n.field} = {n.value}: {no_effect_text(n, 'en')}" for n in est.no_effect]
     if est.suggestions:
         lines.append("suggestions:")
+        from service.agent.suggestion_text import change_words
+
         lines += [
-            f"  - {sg.change}: {fmt_gib(sg.total_bytes)} on {sg.num_gpus} GPU(s), {'fits' if sg.fits else 'does not fit'}"
+            f"  - {change_words(sg, 'en')}: {fmt_gib(sg.total_bytes)} on {sg.num_gpus} GPU(s), {'fits' if sg.fits else 'does not fit'}"
             for sg in est.suggestions
         ]
     return "\n".join(lines)

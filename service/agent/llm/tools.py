@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
+from service.agent.suggestion_text import change_words
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -159,7 +160,7 @@ def estimate_view(est: Estimate) -> dict[str, Any]:
         },
         "suggestions": [
             {
-                "change": s.change,
+                "change": change_words(s, "en"),
                 "total": _bytes_view(s.total_bytes),
                 "fits": s.fits,
                 "num_gpus": s.num_gpus,
@@ -214,7 +215,7 @@ def plan_view(est: Estimate) -> dict[str, Any]:
         },
         "changes_that_fit": [
             {
-                "change": s.change,
+                "change": change_words(s, "en"),
                 "scenario_changes": s.scenario_changes,
                 "total": _bytes_view(s.total_bytes),
                 "num_gpus": s.num_gpus,
@@ -224,7 +225,12 @@ def plan_view(est: Estimate) -> dict[str, Any]:
             if s.fits
         ],
         "other_changes": [
-            {"change": s.change, "total": _bytes_view(s.total_bytes), "fits": s.fits, "num_gpus": s.num_gpus}
+            {
+                "change": change_words(s, "en"),
+                "total": _bytes_view(s.total_bytes),
+                "fits": s.fits,
+                "num_gpus": s.num_gpus,
+            }
             for s in est.suggestions
             if not s.fits
         ],
