@@ -138,18 +138,22 @@ async def test_the_wal_is_checkpointed_off_the_loop(tmp_path: Path) -> None:
     await store.open()
     try:
         answer = "x" * 20_000
-        for i in range(4 * store_module.CHECKPOINT_EVERY_COMMITS):  # one commit each: 5 MB of answers
-            await store.append_turn(f"c{i}", "q", Answer(question="q", language="en", answer=answer))
-            await asyncio.sleep(0)  # a checkpoint task may run
-        for _ in range(100):
-            if store.checkpoints >= 3:
-                break
-            await asyncio.sleep(0.02)
-        assert store.checkpoints >= 3
+        every = store_module.CHECKPOINT_EVERY_COMMITS
+        for block in range(4):  # one commit each: 5 MB of answers
+            for j in range(every):
+                i = block * every + j
+                await store.append_turn(f"c{i}", "q", Answer(question="q", language="en", answer=answer))
+            # the block's last commit started a checkpoint off the loop: wait for it (however slow the
+            # machine), so that no commit of the next block meets the checkpoint's lock
+            for _ in range(500):
+                if store.checkpoints >= block + 1:
+                    break
+                await asyncio.sleep(0.02)
+            assert store.checkpoints == block + 1
         wal = path.with_name(path.name + "-wal")
         # ~64 commits (~2.7 MB of WAL frames) between checkpoints; never checkpointed it grew to 10.6 MB
         assert wal.stat().st_size < 6 * 2**20
-        state = await store.load_state(f"c{4 * store_module.CHECKPOINT_EVERY_COMMITS - 1}")
+        state = await store.load_state(f"c{4 * every - 1}")
         assert state is not None and state.turns[1].content == answer
     finally:
         await store.close()
