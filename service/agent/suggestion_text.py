@@ -10,14 +10,17 @@ tools/planner.py records each suggestion as data (`change_code` with `change_val
 
 from __future__ import annotations
 
-from string import Template
+from functools import lru_cache
 from typing import Any
 
 from service.agent.prompt_files import load_toml
+from service.agent.templating import Template
 from tools.result import Suggestion
 
 
+@lru_cache(maxsize=16)
 def _table(language: str, name: str) -> dict[str, str]:
+    """One table of suggestions.toml as strings (read-only: shared by every call)."""
     lang = language if language in ("en", "zh") else "en"
     return {str(k): str(v) for k, v in load_toml(lang, "suggestions.toml").get(name, {}).items()}
 
