@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from tools.result import Estimate
 from tools.scenario import Scenario
@@ -69,6 +69,9 @@ class ScenarioEvent(BaseModel):
 class EstimateEvent(BaseModel):
     type: Literal["estimate"] = "estimate"
     estimate: Estimate
+    # not part of the event's data: the estimate's panel texts the agent rendered its answer with
+    # (render.display_panels in the answer's language), so the `display` event is not built again
+    _display: Display | None = PrivateAttr(None)
 
 
 class TokenEvent(BaseModel):

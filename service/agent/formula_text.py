@@ -31,9 +31,16 @@ def formula_symbols(texts: Iterable[str]) -> list[str]:
     """The identifiers of `texts` in order of first appearance, each once."""
     seen: dict[str, None] = {}
     for text in texts:
-        for m in SYMBOL.finditer(text or ""):
-            seen.setdefault(m.group(0), None)
+        if text:
+            seen.update(dict.fromkeys(_identifiers(text)))
     return list(seen)
+
+
+@lru_cache(maxsize=4096)
+def _identifiers(text: str) -> tuple[str, ...]:
+    """The identifiers of one formula text, in order, each once (a component's symbolic formula recurs
+    from answer to answer)."""
+    return tuple(dict.fromkeys(SYMBOL.findall(text)))
 
 
 def symbol_meanings(components: Iterable[Component], language: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ from service.agent.component_text import component_label_text, component_note_te
 from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
-from service.agent.templating import Template
+from service.agent.templating import Pieces, Template, split, substitute
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
 from tools.notes import Note
@@ -41,9 +41,15 @@ def _tpl(language: str, section: str, key: str) -> str:
     return str(load_toml("en", "answer.toml").get(section, {}).get(key, ""))
 
 
+@lru_cache(maxsize=1024)
+def _tpl_pieces(language: str, section: str, key: str) -> Pieces:
+    """`_tpl`'s text as `_fill` fills it (templating.split), read once per template."""
+    return split(_tpl(language, section, key))
+
+
 def _fill(language: str, section: str, key: str, **values: Any) -> str:
-    text = _tpl(language, section, key)
-    return Template(text).safe_substitute({k: str(v) for k, v in values.items()}) if text else ""
+    pieces = _tpl_pieces(language, section, key)
+    return substitute(pieces, values) if pieces else ""
 
 
 def _labels(language: str, section: str) -> dict[str, Any]:
@@ -257,17 +263,37 @@ def no_effect_templates(language: str) -> dict[str, str]:
     return dict(json.loads(read_prompt(_lang(language), "no_effect.json")))
 
 
-def render_answer_lines(estimate: Estimate, language: str, focus: str | None = None) -> list[str]:
+def render_answer_lines(
+    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+) -> list[str]:
     """The answer as lines (the offline agent streams them one by one): the short summary
     (service/agent/summary.py, the accuracy bound said there once), then the full cited breakdown."""
+    summary, detail = render_answer_parts(estimate, language, focus, display)
+    return [*summary, "", *detail]
+
+
+def render_answer_parts(
+    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+) -> tuple[list[str], list[str]]:
+    """(the short summary's lines, the full cited breakdown's lines) of `render_answer_lines`, both from the
+    same panel texts (`display`, the estimate's `display_panels` in `language`, made here when not given)."""
     from service.agent.summary import summary_lines
 
-    return [*summary_lines(estimate, language, focus), "", *render_detail_lines(estimate, language)]
+    panels = panels_for(estimate, language, display)
+    return summary_lines(estimate, language, focus, panels), render_detail_lines(estimate, language, panels)
 
 
-def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
-    """The full cited breakdown: every component's formula, substitution and source."""
+def panels_for(estimate: Estimate, language: str, display: Display | None) -> Display:
+    """`display` when it is the estimate's panel texts in `language`, else `display_panels(estimate, language)`."""
     lang = _lang(language)
+    return display if display is not None and display.language == lang else display_panels(estimate, lang)
+
+
+def render_detail_lines(estimate: Estimate, language: str, display: Display | None = None) -> list[str]:
+    """The full cited breakdown: every component's formula, substitution and source. Labels, verdict,
+    changes, assumption texts and notes are the panel texts' (`display`, made when not given)."""
+    lang = _lang(language)
+    panels = panels_for(estimate, lang, display)
     s = estimate.scenario
     gpu_memory = fmt_gib(estimate.gpu.memory_bytes)
     num_gpus = s.num_gpus or 1
@@ -285,17 +311,7 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
         ),
         "",
     ]
-    verdict_values = {
-        "total": fmt_gib(estimate.per_gpu.total_bytes),
-        "tensor_peak": fmt_gib(estimate.per_gpu.tensor_peak_bytes),
-        "phase": _phase(estimate.per_gpu.peak_phase, lang),
-        "gpu": estimate.gpu.name,
-        "gpu_memory": gpu_memory,
-        "headroom": fmt_gib(estimate.headroom_bytes),
-        "short": fmt_gib(-estimate.headroom_bytes),
-        "margin": _margin(estimate.safety_margin),
-    }
-    lines.append(_fill(lang, "text", "verdict_fits" if estimate.fits else "verdict_no_fit", **verdict_values))
+    lines.append(panels.verdict)
     role = gpu_role_text(estimate.per_gpu, lang) if num_gpus > 1 else None
     if role:
         lines.append(_fill(lang, "text", "gpu_role", role=role))
@@ -327,14 +343,15 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
         )
     )
     lines += ["", _tpl(lang, "text", "components_title")]
-    tensors = [c for c in estimate.components if c.kind == "tensor"]
-    overheads = [c for c in estimate.components if c.kind != "tensor"]
-    for c in tensors:
-        lines += _component_lines(c, lang)
+    labelled = list(zip(estimate.components, (p.label for p in panels.components), strict=True))
+    for c, label in labelled:
+        if c.kind == "tensor":
+            lines += _component_lines(c, label, lang)
+    overheads = [(c, label) for c, label in labelled if c.kind != "tensor"]
     if overheads:
         lines.append(_tpl(lang, "text", "overhead_title"))
-        for c in overheads:
-            lines += _component_lines(c, lang)
+        for c, label in overheads:
+            lines += _component_lines(c, label, lang)
     lines.append(
         _fill(
             lang,
@@ -353,19 +370,19 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
             "",
             _tpl(lang, "text", "suggestions_title" if not estimate.fits else "suggestions_title_fits"),
         ]
-        for n, sug in enumerate(estimate.suggestions, 1):
+        for n, (sug, said) in enumerate(zip(estimate.suggestions, panels.suggestions, strict=True), 1):
             lines.append(
                 _fill(
                     lang,
                     "text",
                     "suggestion",
                     n=n,
-                    change=change_text(sug, lang, s),
+                    change=said.change,
                     total=fmt_gib(sug.total_bytes),
                     num_gpus=sug.num_gpus,
                     gpus=gpus_text(sug.num_gpus, lang),
                     verdict=_tpl(lang, "text", "fits_word" if sug.fits else "no_fit_word"),
-                    tradeoffs=suggestion_tradeoffs(sug, s, lang),
+                    tradeoffs=said.tradeoffs,
                 )
             )
     no_effect = _no_effect_lines(estimate, lang)
@@ -377,18 +394,18 @@ def render_detail_lines(estimate: Estimate, language: str) -> list[str]:
     if estimate.assumptions:
         lines += ["", _tpl(lang, "text", "assumptions_title")]
         fields = _labels(lang, "field")
-        for a in estimate.assumptions:
+        for a, said in zip(estimate.assumptions, panels.assumptions, strict=True):
             lines.append(
                 _fill(
                     lang,
                     "text",
                     "assumption",
                     field=fields.get(a.field, a.field),
-                    value=fmt_value(a.value, lang),
-                    reason=assumption_text(a, _lang(lang)),
+                    value=said.value,
+                    reason=said.reason,
                 )
             )
-    notes = [note_text(n, lang) for n in estimate.notes]
+    notes = panels.notes
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
@@ -430,13 +447,13 @@ def _fmt_small(n_bytes: int) -> str:
     return f"{n_bytes / 1024:.2f} KiB"
 
 
-def _component_lines(c: Component, language: str) -> list[str]:
+def _component_lines(c: Component, label: str, language: str) -> list[str]:
     out = [
         _fill(
             language,
             "text",
             "component",
-            label=component_label(c, language),
+            label=label,
             gib=fmt_gib(c.bytes),
             bytes=fmt_bytes(c.bytes),
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.agent import render
+from service.agent.events import Display
 from tools.result import Estimate
 from tools.units import fmt_gib
 
@@ -42,13 +43,13 @@ def verdict_line(estimate: Estimate, lang: str) -> str:
     return _s(lang, "verdict_fits" if estimate.fits else "verdict_no_fit", **values)
 
 
-def _focus_line(estimate: Estimate, lang: str, focus: str | None) -> str | None:
+def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: Display) -> str | None:
     if focus in FOCUS_COMPONENTS:
-        parts = [c for c in estimate.components if c.name == focus]
+        parts = [i for i, c in enumerate(estimate.components) if c.name == focus]
         if not parts:
             return None
-        label = render.component_label(parts[0], lang)
-        return _s(lang, "focus", label=label, gib=fmt_gib(sum(c.bytes for c in parts)))
+        label = panels.components[parts[0]].label
+        return _s(lang, "focus", label=label, gib=fmt_gib(sum(estimate.components[i].bytes for i in parts)))
     if focus in ("max_context", "concurrency") and estimate.serving is not None:
         sv = estimate.serving
         seq_len = estimate.scenario.seq_len
@@ -62,13 +63,15 @@ def _focus_line(estimate: Estimate, lang: str, focus: str | None) -> str | None:
     return None
 
 
-def _biggest_line(estimate: Estimate, lang: str, skip: str | None) -> str:
+def _biggest_line(estimate: Estimate, lang: str, skip: str | None, panels: Display) -> str:
+    components = estimate.components
     ranked = sorted(
-        (c for c in estimate.components if c.bytes > 0 and c.name != skip), key=lambda c: -c.bytes
+        (i for i, c in enumerate(components) if c.bytes > 0 and c.name != skip),
+        key=lambda i: -components[i].bytes,
     )[:3]
     joiner = render._tpl(lang, "summary", "part_joiner")
     parts = joiner.join(
-        _s(lang, "part", label=render.component_label(c, lang), gib=fmt_gib(c.bytes)) for c in ranked
+        _s(lang, "part", label=panels.components[i].label, gib=fmt_gib(components[i].bytes)) for i in ranked
     )
     return _s(lang, "biggest", parts=parts)
 
@@ -98,17 +101,17 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
     return None
 
 
-def _fix_line(estimate: Estimate, lang: str) -> str | None:
+def _fix_line(estimate: Estimate, lang: str, panels: Display) -> str | None:
     if estimate.fits:
         return None
-    fitting = [s for s in estimate.suggestions if s.fits]
+    fitting = [i for i, s in enumerate(estimate.suggestions) if s.fits]
     if not fitting:
         return None
-    sug = fitting[0]
+    sug = estimate.suggestions[fitting[0]]
     return _s(
         lang,
         "fix",
-        change=render.change_text(sug, lang, estimate.scenario),
+        change=panels.suggestions[fitting[0]].change,
         total=fmt_gib(sug.total_bytes),
         gpus=render.gpus_text(sug.num_gpus, lang),
         verdict=render._tpl(lang, "text", "fits_word"),
@@ -123,14 +126,18 @@ def accuracy_line(estimate: Estimate, lang: str) -> str | None:
     return _s(lang, "accuracy", typical=b.typical_pct, worst=f"{b.worst_abs_error_pct:.1f}")
 
 
-def summary_lines(estimate: Estimate, language: str, focus: str | None = None) -> list[str]:
-    """At most MAX_LINES lines: verdict, asked-for figure, biggest parts, fewest GPUs, cheapest fix, accuracy."""
+def summary_lines(
+    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+) -> list[str]:
+    """At most MAX_LINES lines: verdict, asked-for figure, biggest parts, fewest GPUs, cheapest fix, accuracy.
+    Component labels and changes are the panel texts' (`display`, render.display_panels, made when not given)."""
     lang = render._lang(language)
-    lines: list[str | None] = [verdict_line(estimate, lang), _focus_line(estimate, lang, focus)]
-    lines.append(_biggest_line(estimate, lang, focus if focus in FOCUS_COMPONENTS else None))
+    panels = render.panels_for(estimate, lang, display)
+    lines: list[str | None] = [verdict_line(estimate, lang), _focus_line(estimate, lang, focus, panels)]
+    lines.append(_biggest_line(estimate, lang, focus if focus in FOCUS_COMPONENTS else None, panels))
     if not estimate.fits or focus == "min_gpus":
         lines.append(min_gpus_line(estimate, lang))
-    lines.append(_fix_line(estimate, lang))
+    lines.append(_fix_line(estimate, lang, panels))
     lines.append(accuracy_line(estimate, lang))
     out = [line for line in lines if line]
     return out[:MAX_LINES]

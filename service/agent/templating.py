@@ -14,10 +14,11 @@ from re import Pattern
 from typing import Any
 
 _NO_MAPPING: dict[str, Any] = {}
+Pieces = tuple[str | tuple[str, str], ...]
 
 
 @lru_cache(maxsize=4096)
-def _pieces(pattern: Pattern[str], delimiter: str, text: str) -> tuple[str | tuple[str, str], ...]:
+def _pieces(pattern: Pattern[str], delimiter: str, text: str) -> Pieces:
     """`text` as literal strings and (name, as written) placeholders, in order."""
     pieces: list[str | tuple[str, str]] = []
     end = 0
@@ -37,20 +38,30 @@ def _pieces(pattern: Pattern[str], delimiter: str, text: str) -> tuple[str | tup
     return tuple(pieces)
 
 
+def split(text: str) -> Pieces:
+    """`text` as `Template(text).safe_substitute` reads it (cached): keep the result to fill it again."""
+    return _pieces(Template.pattern, Template.delimiter, text)
+
+
+def substitute(pieces: Pieces, mapping: Mapping[str, Any]) -> str:
+    """`Template(text).safe_substitute(mapping)` for the pieces of `text` (`split`)."""
+    out: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            out.append(piece)
+            continue
+        name, written = piece
+        try:
+            out.append(str(mapping[name]))
+        except KeyError:
+            out.append(written)
+    return "".join(out)
+
+
 class Template(string.Template):
     def safe_substitute(self, mapping: Mapping[str, Any] = _NO_MAPPING, /, **kws: Any) -> str:
         if mapping is _NO_MAPPING:
             mapping = kws
         elif kws:
             mapping = ChainMap(kws, mapping)  # type: ignore[arg-type]
-        out: list[str] = []
-        for piece in _pieces(type(self).pattern, self.delimiter, self.template):
-            if isinstance(piece, str):
-                out.append(piece)
-                continue
-            name, written = piece
-            try:
-                out.append(str(mapping[name]))
-            except KeyError:
-                out.append(written)
-        return "".join(out)
+        return substitute(_pieces(type(self).pattern, self.delimiter, self.template), mapping)

@@ -24,6 +24,7 @@ from sse_starlette import ServerSentEvent
 from service.agent.events import (
     AgentEvent,
     Answer,
+    Display,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -194,10 +195,13 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             memo[key] = dumps(model.model_dump(mode="json"))
         return memo[key]
 
-    def display_json(estimate: Estimate, language: str) -> str:
+    def display_json(estimate: Estimate, language: str, rendered: Display | None = None) -> str:
         key = ("display", id(estimate), language)
-        if key not in memo:
-            memo[key] = dumps(display_payload(estimate, language))
+        if key not in memo:  # the panel texts the agent rendered the answer with, when they are in `language`
+            panels = rendered if rendered is not None and rendered.language == language else None
+            memo[key] = dumps(
+                display_payload(estimate, language) if panels is None else panels.model_dump(mode="json")
+            )
         return memo[key]
 
     if isinstance(ev, TokenEvent):
@@ -208,7 +212,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
     if isinstance(ev, EstimateEvent):
         estimate_json = json_of(ev.estimate)
         frames = _frame("estimate", estimate_json) + _frame(
-            "display", display_json(ev.estimate, display_language)
+            "display", display_json(ev.estimate, display_language, ev._display)
         )
         return ("estimate", estimate_json, frames)
     if isinstance(ev, DoneEvent):

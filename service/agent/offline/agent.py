@@ -35,7 +35,8 @@ from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, parse_question
 from service.agent.render import (
-    render_answer_lines,
+    display_panels,
+    render_answer_parts,
     render_concept_lines,
     render_error,
     render_gpu_list,
@@ -44,7 +45,7 @@ from service.agent.render import (
     render_model_list,
     render_scenario_line,
 )
-from service.agent.summary import summary_text, text_summary
+from service.agent.summary import text_summary
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -93,7 +94,7 @@ class OfflineAgent:
         for chunk in chunk_lines(lines):
             text += chunk
             yield TokenEvent(text=chunk)
-        yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None))
+        yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None, text_summary(text)))
 
     async def answer(
         self, question: str, state: ConversationState, language: Language | None = None
@@ -125,7 +126,7 @@ class OfflineAgent:
             for chunk in chunk_lines(lines):
                 text += chunk
                 yield TokenEvent(text=chunk)
-            yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None))
+            yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None, text_summary(text)))
             return
         if not has_subject:
             yield ErrorEvent(
@@ -171,11 +172,18 @@ class OfflineAgent:
             if field in stated and not any(a.field == field for a in estimate.assumptions):
                 said = Assumption(field=field, value=stated[field], code=why.code, values=why.values)
                 estimate.assumptions.append(said.model_copy(update={"reason": assumption_text(said, "en")}))
-        yield EstimateEvent(estimate=estimate)
-        for chunk in chunk_lines(render_answer_lines(estimate, lang, parsed.asks)):
+        # the panel texts once: the `display` event and the answer's lines say the same texts
+        display = display_panels(estimate, lang)
+        estimated = EstimateEvent(estimate=estimate)
+        estimated._display = display
+        yield estimated
+        summary, detail = render_answer_parts(estimate, lang, parsed.asks, display)
+        for chunk in chunk_lines([*summary, "", *detail]):
             text += chunk
             yield TokenEvent(text=chunk)
-        yield DoneEvent(answer=self._answer(parsed, lang, text, state, scenario, estimate))
+        yield DoneEvent(
+            answer=self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
+        )
 
     # --- everything else -----------------------------------------------------------------------------
 
@@ -217,8 +225,8 @@ class OfflineAgent:
         state: ConversationState,
         scenario: Scenario | None,
         estimate: Estimate | None,
+        summary: str,
     ) -> Answer:
-        summary = summary_text(estimate, lang, parsed.asks) if estimate is not None else text_summary(text)
         return Answer(
             question=parsed.question,
             language=lang,

@@ -1,0 +1,92 @@
+"""service/agent/assumption_text.py: `fill` and `fill_plain` (split once per template, each piece filled
+once) give the text of their definition (regex passes: every [[part]] filled or left out, then the whole
+text filled) for every template of prompts/ and for the edge cases of `$`, `${name}` and `[[ ]]`, with
+values that are missing, empty, or themselves look like placeholders."""
+
+from __future__ import annotations
+
+import random
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.agent.assumption_text import PLACEHOLDER, fill, fill_plain, value_text
+
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
+EDGE_CASES = [
+    "",
+    "plain",
+    "${a}",
+    "${a}${b}",
+    "$",
+    "${",
+    "${a",
+    "$a",
+    "x[[ ${a}]]",
+    "[[${a}]][[${b}]]",
+    "[[${a} and ${b}]] ${c}",
+    "[[no placeholder]]",
+    "$[[x]]{a}",
+    "${a[[x]]}",
+    "[[${a]]}",
+    "[[$]]{a}",
+    "[[ ${a}\n]]",
+    "[[a]] $ [[${b}]]",
+    "${unknown}[[ ${a}]]",
+    "模型 ${a}[[，${b}]]",
+]
+
+
+def _plain_definition(template: str, said: dict[str, str]) -> str:
+    return PLACEHOLDER.sub(lambda m: said.get(m.group(1), m.group(0)), template)
+
+
+def _definition(template: str, values: dict[str, Any], joiner: str = ", ") -> str:
+    said = {k: value_text(k, v, joiner) for k, v in values.items()}
+
+    def optional(m: re.Match[str]) -> str:
+        names = PLACEHOLDER.findall(m.group(1))
+        return _plain_definition(m.group(1), said) if all(said.get(n) for n in names) else ""
+
+    return _plain_definition(_OPTIONAL.sub(optional, template), said)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _templates() -> list[str]:
+    found = set(EDGE_CASES)
+    for path in sorted(PROMPTS.glob("*/*.toml")):
+        found.update(s for s in _strings(tomllib.loads(path.read_text(encoding="utf-8"))) if "$" in s)
+    return sorted(found)
+
+
+TEMPLATES = _templates()
+
+
+def test_the_prompt_files_have_optional_parts() -> None:
+    assert sum("[[" in t for t in TEMPLATES) > 10
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_text_as_the_definition(seed: int) -> None:
+    rnd = random.Random(seed)
+    for text in TEMPLATES:
+        names = [*PLACEHOLDER.findall(text), "a", "b", "c"]
+        choices: list[Any] = ["1", "", "值", 7, 12_345, 0.5, None, [1, 2], "${a}", "$", "x$", True, "{b}"]
+        values = {n: rnd.choice(choices) for n in names if rnd.random() < 0.75}
+        assert fill(text, values) == _definition(text, values), (text, values)
+        assert fill(text, values, "、") == _definition(text, values, "、"), (text, values)
+        said = {k: value_text(k, v) for k, v in values.items()}
+        assert fill_plain(text, said) == _plain_definition(text, said), (text, said)
