@@ -13,9 +13,11 @@ from pydantic import TypeAdapter
 from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, DoneEvent, EstimateEvent, ScenarioEvent, TokenEvent
 from service.agent.offline.agent import OfflineAgent
+from service.agent.pieces import text_groups
 from service.api import sse_wire
 from service.api.agent_pool import coalesce_tokens
 from service.api.streaming import ready_batches
+from tools.scenario import Scenario
 
 ADAPTER = TypeAdapter(AgentEvent)
 QUESTIONS = [
@@ -62,6 +64,30 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
             assert new.scenario == old.scenario
         if isinstance(old, TokenEvent):
             assert new.text == old.text
+
+
+def test_text_groups_fill_each_piece_while_the_next_text_fits() -> None:
+    texts = ["aaa", "bbb", "ccccc", "d" * 20, "e", "f"]
+    assert text_groups(texts, 6) == [["aaa", "bbb"], ["ccccc"], ["d" * 20], ["e", "f"]]
+    assert text_groups(texts, 1) == [[t] for t in texts]
+    assert text_groups([], 6) == []
+
+
+@pytest.mark.parametrize("question", [*QUESTIONS, "what about 3 epochs?"])
+@pytest.mark.parametrize("piece_chars", [1, 80, 400, 1024])
+def test_the_agents_text_pieces_are_its_line_events_merged(
+    agent: OfflineAgent, question: str, piece_chars: int
+) -> None:
+    """The worker asks the offline agent for its text in pieces: the same events as its line-by-line
+    stream merged by the chat stream's rule, for an estimate, a concept, an error and a follow-up."""
+    first = ConversationState(conversation_id="c-1")
+    followup = ConversationState(conversation_id="c-2", scenario=Scenario(model="llama-2-7b", gpu="4090"))
+    for state in (first, followup):
+        lines = list(agent.events(question, state))
+        assert sum(isinstance(ev, TokenEvent) for ev in lines) > 1 or lines[-1].type == "error"
+        pieces = list(agent.events(question, state, piece_chars=piece_chars))
+        merged = sse_wire.merge_tokens(lines, piece_chars)
+        assert [ev.model_dump_json() for ev in pieces] == [ev.model_dump_json() for ev in merged]
 
 
 async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgent) -> None:

@@ -36,13 +36,16 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from service.agent.base import Agent, ConversationState
+from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, Language
 from service.api import sse_wire
+
+if TYPE_CHECKING:
+    from service.agent.offline.agent import OfflineAgent
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ STOP_TIMEOUT_S = 5.0
 _EVENT = TypeAdapter(AgentEvent)
 
 # ---- inside a worker process -------------------------------------------------------------------------
-# One agent and one event loop per worker process, made by the pool's initializer (process-local).
+# One offline agent per worker process, made by the pool's initializer (process-local).
 _worker: dict[str, Any] = {}
 
 
@@ -72,7 +75,6 @@ def _init_worker(settings_data: dict[str, Any]) -> None:
         os.nice(WORKER_NICE)
 
     _worker["agent"] = build_agent(Settings(**settings_data), force_offline=True)
-    _worker["loop"] = asyncio.new_event_loop()
 
 
 def _detach_from_server_signals() -> None:
@@ -88,15 +90,12 @@ def _detach_from_server_signals() -> None:
 
 
 def _answer(question: str, state: ConversationState, language: Language | None) -> list[sse_wire.Wire]:
-    """One question answered in the worker: its events, text coalesced, in wire form (sse_wire.encode)."""
+    """One question answered in the worker: its events, text in pieces, in wire form (sse_wire.encode). The
+    offline agent makes its text in pieces (`OfflineAgent.events`) and runs without an event loop."""
     from service.agent.offline.language import detect_language
 
-    agent: Agent = _worker["agent"]
-
-    async def collect() -> list[AgentEvent]:
-        return [ev async for ev in agent.stream(question, state, language)]
-
-    events = coalesce_tokens(_worker["loop"].run_until_complete(collect()))
+    agent: OfflineAgent = _worker["agent"]
+    events = coalesce_tokens(list(agent.events(question, state, language, piece_chars=TOKEN_PIECE_CHARS)))
     # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)
     display_language = language or detect_language(question, default=state.language or "en")
     memo: dict[Any, str] = {}

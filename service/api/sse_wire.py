@@ -32,6 +32,7 @@ from service.agent.events import (
     ScenarioEvent,
     TokenEvent,
 )
+from service.agent.pieces import text_groups
 from service.agent.render import display_panels
 from tools.result import Estimate
 from tools.scenario import Scenario
@@ -286,27 +287,23 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
 
 
 def merge_tokens(events: list[AgentEvent], max_chars: int) -> list[AgentEvent]:
-    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole).
-    Each piece is joined once (not one new event per text merged into it)."""
+    """Consecutive text events merged into pieces of at most `max_chars` (a longer single event stays whole;
+    service.agent.pieces.text_groups). Each piece is joined once (not one new event per text merged into it)."""
     out: list[AgentEvent] = []
-    texts: list[str] = []  # the piece being gathered (its first event is out[-1])
-    size = 0
+    run: list[TokenEvent] = []  # consecutive text events
 
     def flush() -> None:
-        if len(texts) > 1:
-            out[-1] = TokenEvent(text="".join(texts))
+        start = 0
+        for group in text_groups([ev.text for ev in run], max_chars):
+            out.append(run[start] if len(group) == 1 else TokenEvent(text="".join(group)))
+            start += len(group)
+        run.clear()
 
     for ev in events:
         if isinstance(ev, TokenEvent):
-            if texts and size + len(ev.text) <= max_chars:
-                texts.append(ev.text)
-                size += len(ev.text)
-                continue
-            flush()
-            texts, size = [ev.text], len(ev.text)
-        else:
-            flush()
-            texts, size = [], 0
+            run.append(ev)
+            continue
+        flush()
         out.append(ev)
     flush()
     return out

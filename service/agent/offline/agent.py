@@ -13,7 +13,7 @@ filled-in scenario is `Answer.estimate.scenario`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,6 +34,7 @@ from service.agent.offline.followup import is_followup, merge_followup
 from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, parse_question
+from service.agent.pieces import text_groups
 from service.agent.render import (
     display_panels,
     render_answer_parts,
@@ -70,6 +71,15 @@ def chunk_lines(lines: list[str]) -> list[str]:
     return [line + "\n" for line in lines]
 
 
+def _text_events(chunks: list[str], piece_chars: int) -> Generator[TokenEvent, None, str]:
+    """A TokenEvent per chunk, or (`piece_chars` > 0) per piece of consecutive chunks of up to that many
+    characters (`text_groups`); returns the whole text."""
+    pieces = ["".join(group) for group in text_groups(chunks, piece_chars)] if piece_chars > 0 else chunks
+    for piece in pieces:
+        yield TokenEvent(text=piece)
+    return "".join(chunks)
+
+
 class OfflineAgent:
     """Implements `service.agent.base.Agent` without any LLM."""
 
@@ -83,24 +93,35 @@ class OfflineAgent:
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
+        for event in self.events(question, state, language):
+            yield event
+
+    def events(
+        self,
+        question: str,
+        state: ConversationState,
+        language: Language | None = None,
+        *,
+        piece_chars: int = 0,
+    ) -> Iterator[AgentEvent]:
+        """`stream`'s events, each made when it is asked for: the offline agent never waits on I/O, so it
+        needs no event loop (the worker processes call this). `piece_chars` > 0: the text comes in pieces of
+        consecutive lines of up to that many characters (`text_groups`, the chat stream's rule), not one
+        TokenEvent per line; the agent's blocks of lines are always apart (another event between them), so
+        the pieces are those `stream`'s line events merge into (service.api.sse_wire.merge_tokens)."""
         lang: Language = language or detect_language(question, default=state.language or "en")
         parsed = parse_question(question, lang)
         if parsed.intent == "estimate":
-            async for event in self._estimate_events(parsed, state, lang):
-                yield event
+            yield from self._estimate_events(parsed, state, lang, piece_chars)
             return
-        lines = self._text_lines(parsed, lang)
-        text = ""
-        for chunk in chunk_lines(lines):
-            text += chunk
-            yield TokenEvent(text=chunk)
+        text = yield from _text_events(chunk_lines(self._text_lines(parsed, lang)), piece_chars)
         yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None, text_summary(text)))
 
     async def answer(
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> Answer:
         """Run `stream` to the end; the Answer, or ScenarioError for bad input."""
-        async for event in self.stream(question, state, language):
+        for event in self.events(question, state, language):
             if isinstance(event, DoneEvent):
                 return event.answer
             if isinstance(event, ErrorEvent):
@@ -114,18 +135,14 @@ class OfflineAgent:
 
     # --- estimate questions ------------------------------------------------------------------------
 
-    async def _estimate_events(
-        self, parsed: ParsedQuestion, state: ConversationState, lang: Language
-    ) -> AsyncIterator[AgentEvent]:
+    def _estimate_events(
+        self, parsed: ParsedQuestion, state: ConversationState, lang: Language, piece_chars: int
+    ) -> Iterator[AgentEvent]:
         stated = merge_followup(state.scenario, parsed)
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
         if not has_subject and parsed.topic:
             # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
-            lines = self._concept_lines(parsed.topic, lang)
-            text = ""
-            for chunk in chunk_lines(lines):
-                text += chunk
-                yield TokenEvent(text=chunk)
+            text = yield from _text_events(chunk_lines(self._concept_lines(parsed.topic, lang)), piece_chars)
             yield DoneEvent(answer=self._answer(parsed, lang, text, state, None, None, text_summary(text)))
             return
         if not has_subject:
@@ -178,9 +195,7 @@ class OfflineAgent:
         estimated._display = display
         yield estimated
         summary, detail = render_answer_parts(estimate, lang, parsed.asks, display)
-        for chunk in chunk_lines([*summary, "", *detail]):
-            text += chunk
-            yield TokenEvent(text=chunk)
+        text += yield from _text_events(chunk_lines([*summary, "", *detail]), piece_chars)
         yield DoneEvent(
             answer=self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
         )
