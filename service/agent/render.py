@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
-from service.agent.events import Display, DisplayAssumption, DisplayComponent, DisplaySuggestion
+from service.agent.events import Display
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
 from service.agent.templating import Pieces, Template, split, substitute
@@ -31,6 +33,7 @@ from tools.result import Component, Estimate, NoEffect, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
+_NO_LABELS: Mapping[str, Any] = MappingProxyType({})
 
 
 def _tpl(language: str, section: str, key: str) -> str:
@@ -48,12 +51,13 @@ def _tpl_pieces(language: str, section: str, key: str) -> Pieces:
 
 
 def _fill(language: str, section: str, key: str, **values: Any) -> str:
-    pieces = _tpl_pieces(language, section, key)
-    return substitute(pieces, values) if pieces else ""
+    return substitute(_tpl_pieces(language, section, key), values)
 
 
-def _labels(language: str, section: str) -> dict[str, Any]:
-    return dict(load_toml(_lang(language), "labels.toml").get(section, {}))
+def _labels(language: str, section: str) -> Mapping[str, Any]:
+    """A table of labels.toml (the parsed file's own: read-only)."""
+    table: Mapping[str, Any] = load_toml(_lang(language), "labels.toml").get(section, _NO_LABELS)
+    return table
 
 
 def _lang(language: str | None) -> str:
@@ -712,33 +716,36 @@ def display_panels(estimate: Estimate, language: str) -> Display:
     lang = _lang(language)
     s = estimate.scenario
     fields = _labels(lang, "field")
-    return Display(
-        language=lang,  # type: ignore[arg-type]
-        verdict=_display_verdict(estimate, lang),
-        components=[
-            DisplayComponent(
-                name=c.name,
-                model_role=c.model_role,
-                label=component_label(c, lang),
-                formula=c.substituted or c.formula or "",
-            )
-            for c in estimate.components
-        ],
-        suggestions=[
-            DisplaySuggestion(change=change_text(sug, lang, s), tradeoffs=suggestion_tradeoffs(sug, s, lang))
-            for sug in estimate.suggestions
-        ],
-        assumptions=[
-            DisplayAssumption(
-                field=a.field,
-                label=str(fields.get(a.field) or a.field),
-                value=fmt_value(a.value, lang),
-                reason=assumption_text(a, _lang(lang)),
-            )
-            for a in estimate.assumptions
-        ],
-        notes=[note_text(n, lang) for n in estimate.notes],
-        serving=_display_serving(estimate, lang),
+    # validated as one tree (one call into pydantic-core, not one per panel line)
+    return Display.model_validate(
+        {
+            "language": lang,
+            "verdict": _display_verdict(estimate, lang),
+            "components": [
+                {
+                    "name": c.name,
+                    "model_role": c.model_role,
+                    "label": component_label(c, lang),
+                    "formula": c.substituted or c.formula or "",
+                }
+                for c in estimate.components
+            ],
+            "suggestions": [
+                {"change": change_text(sug, lang, s), "tradeoffs": suggestion_tradeoffs(sug, s, lang)}
+                for sug in estimate.suggestions
+            ],
+            "assumptions": [
+                {
+                    "field": a.field,
+                    "label": str(fields.get(a.field) or a.field),
+                    "value": fmt_value(a.value, lang),
+                    "reason": assumption_text(a, _lang(lang)),
+                }
+                for a in estimate.assumptions
+            ],
+            "notes": [note_text(n, lang) for n in estimate.notes],
+            "serving": _display_serving(estimate, lang),
+        }
     )
 
 

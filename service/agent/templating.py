@@ -14,28 +14,32 @@ from re import Pattern
 from typing import Any
 
 _NO_MAPPING: dict[str, Any] = {}
-Pieces = tuple[str | tuple[str, str], ...]
+# a template text read for filling: its leading literal text, then per placeholder (name, the placeholder as
+# written, the literal text up to the next placeholder)
+Pieces = tuple[str, tuple[tuple[str, str, str], ...]]
 
 
 @lru_cache(maxsize=4096)
 def _pieces(pattern: Pattern[str], delimiter: str, text: str) -> Pieces:
-    """`text` as literal strings and (name, as written) placeholders, in order."""
-    pieces: list[str | tuple[str, str]] = []
+    """`text` as literal text and (name, as written, literal text after it) placeholders, in order."""
+    literals = [""]
+    placeholders: list[tuple[str, str]] = []
     end = 0
     for mo in pattern.finditer(text):
-        if mo.start() > end:
-            pieces.append(text[end : mo.start()])
+        literals[-1] += text[end : mo.start()]
         name = mo.group("named") or mo.group("braced")
         if name is not None:
-            pieces.append((name, mo.group()))
+            placeholders.append((name, mo.group()))
+            literals.append("")
         elif mo.group("escaped") is not None:
-            pieces.append(delimiter)
+            literals[-1] += delimiter
         else:  # invalid: kept as written
-            pieces.append(mo.group())
+            literals[-1] += mo.group()
         end = mo.end()
-    if end < len(text):
-        pieces.append(text[end:])
-    return tuple(pieces)
+    literals[-1] += text[end:]
+    return literals[0], tuple(
+        (name, written, after) for (name, written), after in zip(placeholders, literals[1:], strict=True)
+    )
 
 
 def split(text: str) -> Pieces:
@@ -45,16 +49,17 @@ def split(text: str) -> Pieces:
 
 def substitute(pieces: Pieces, mapping: Mapping[str, Any]) -> str:
     """`Template(text).safe_substitute(mapping)` for the pieces of `text` (`split`)."""
-    out: list[str] = []
-    for piece in pieces:
-        if isinstance(piece, str):
-            out.append(piece)
-            continue
-        name, written = piece
+    head, placeholders = pieces
+    if not placeholders:
+        return head
+    out = [head]
+    append = out.append
+    for name, written, after in placeholders:
         try:
-            out.append(str(mapping[name]))
+            append(str(mapping[name]))
         except KeyError:
-            out.append(written)
+            append(written)
+        append(after)
     return "".join(out)
 
 

@@ -63,8 +63,9 @@ def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
     raise TypeError(f"unknown agent event {type(ev).__name__}")
 
 
-# what json.dumps(payload, ensure_ascii=False) builds on every call (a non-default option), built once
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
+# what json.dumps(payload, ensure_ascii=False) builds on every call (a non-default option), built once; the
+# payloads are trees of plain values (never circular: the check for cycles would only cost)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
 
 
 def dumps(payload: Any) -> str:
