@@ -90,3 +90,13 @@ def test_same_text_as_the_definition(seed: int) -> None:
         assert fill(text, values, "、") == _definition(text, values, "、"), (text, values)
         said = {k: value_text(k, v) for k, v in values.items()}
         assert fill_plain(text, said) == _plain_definition(text, said), (text, said)
+
+
+def test_equal_values_of_other_types_are_said_their_own_way() -> None:
+    # fill remembers its texts: 1, 1.0 and True are equal (and hash alike), yet each is said as written
+    for _ in range(2):
+        assert fill("${a}", {"a": 1000}) == "1,000"
+        assert fill("${a}", {"a": 1000.0}) == "1000"
+        assert fill("${a}", {"a": 1}) == "1"
+        assert fill("${a}", {"a": True}) == "True"
+        assert fill("${a}", {"a": [1000, 2]}) == "1,000, 2"

@@ -68,6 +68,24 @@ def value_text(name: str, value: Any, joiner: str = ", ") -> str:
 
 def fill(template: str, values: dict[str, Any], joiner: str = ", ") -> str:
     """`template` with its ${name}s filled; a [[part]] whose values are missing or empty is left out."""
+    types = tuple(v.__class__ for v in values.values())
+    if _SCALARS.issuperset(types):  # the same few defaults and labels recur from answer to answer
+        return _fill_scalars(template, joiner, tuple(values.items()), types)
+    return _fill(template, values, joiner)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@lru_cache(maxsize=4096)
+def _fill_scalars(
+    template: str, joiner: str, items: tuple[tuple[str, Any], ...], types: tuple[type, ...]
+) -> str:
+    """`fill` of plain values, remembered (`types` keeps 1, 1.0 and True apart: they are equal keys)."""
+    return _fill(template, dict(items), joiner)
+
+
+def _fill(template: str, values: dict[str, Any], joiner: str) -> str:
     said = {k: value_text(k, v, joiner) for k, v in values.items()}
     parts = _optional_parts(template)
     if len(parts) == 1:

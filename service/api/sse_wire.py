@@ -184,12 +184,13 @@ def frames_of(ev: AgentEvent) -> bytes | None:
 
 # Wire form between a worker and the serving process: plain tuples of str (cheap to pickle).
 Wire = tuple[str, ...]
+_TEXT, _TEXT_JSON = ("text",), ("text json",)  # encode's memo keys: the answer's text so far, its JSON
 
 
 def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
     """One agent event in wire form (in a worker). `memo`, one per answer, keeps the JSON of what the
     answer's events share (its Estimate is in `estimate` and in `done`; its panel texts in `display`
-    and in `done`), so each is built and serialised once."""
+    and in `done`; its text in the `token`s and in `done`), so each is built and serialised once."""
 
     def json_of(model: BaseModel) -> str:  # a model's `model_dump(mode="json")`, as dumps() writes it
         key = ("json", id(model))
@@ -207,7 +208,12 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
         return memo[key]
 
     if isinstance(ev, TokenEvent):
-        return ("token", ev.text, _frame("token", dumps({"text": ev.text})))
+        text_json = dumps(ev.text)
+        # the text so far and its JSON string's inside: JSON escapes character by character, so the JSON
+        # of the answer's whole text (`done`) is the pieces' joined
+        memo[_TEXT] = memo.get(_TEXT, "") + ev.text
+        memo[_TEXT_JSON] = memo.get(_TEXT_JSON, "") + text_json[1:-1]
+        return ("token", ev.text, _frame("token", '{"text": ' + text_json + "}"))  # dumps({"text": ...})
     if isinstance(ev, ScenarioEvent):
         data = dumps(ev.scenario.model_dump(mode="json", exclude_none=True))
         return ("scenario", ev.scenario.model_dump_json(), _frame("scenario", data))
@@ -224,7 +230,12 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
         pieces: list[tuple[str, str]] = []
         for name in type(a).model_fields:
             value = getattr(a, name)
-            pieces.append((name, json_of(value) if isinstance(value, BaseModel) else dumps(value)))
+            if isinstance(value, BaseModel):
+                pieces.append((name, json_of(value)))
+            elif name == "answer" and memo.get(_TEXT) == value:  # the text the tokens sent
+                pieces.append((name, '"' + memo[_TEXT_JSON] + '"'))
+            else:
+                pieces.append((name, dumps(value)))
         if a.estimate is not None:
             pieces.append(("display", display_json(a.estimate, a.language)))
         names = [name for name, _ in pieces]
