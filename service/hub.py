@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from service.agent.assumption_text import with_english_text  # the JSON keeps each reason in English
 from tools.errors import ScenarioError
+from tools.estimator import estimate
 from tools.model.architecture import Architecture
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -391,9 +393,6 @@ def resolve_hub_scenario(
 
 def estimate_any_model(scenario: Scenario, plan: bool = True) -> Estimate:
     """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks."""
-    from service.agent.assumption_text import with_english_text  # the JSON keeps each reason in English
-    from tools.estimator import estimate
-
     resolved, assumption = resolve_hub_scenario(scenario)
     est = estimate(resolved, plan=plan)
     if assumption is not None:

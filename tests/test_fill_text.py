@@ -1,4 +1,4 @@
-"""service/agent/assumption_text.py: `fill` and `fill_plain` (split once per template, each piece filled
+"""service/agent/fill_text.py: `fill` and `fill_plain` (split once per template, each piece filled
 once) give the text of their definition (regex passes: every [[part]] filled or left out, then the whole
 text filled) for every template of prompts/ and for the edge cases of `$`, `${name}` and `[[ ]]`, with
 values that are missing, empty, or themselves look like placeholders."""
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from service.agent.assumption_text import PLACEHOLDER, fill, fill_plain, value_text
+from service.agent.fill_text import PLACEHOLDER, fill, fill_plain, value_text
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")

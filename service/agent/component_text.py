@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from service.agent.assumption_text import fill
+from service.agent.fill_text import fill
 from service.agent.prompt_files import load_toml
 from tools.result import Component, PerGpu
 

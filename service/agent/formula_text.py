@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from service.agent.assumption_text import fill_plain
+from service.agent.fill_text import fill_plain
 from service.agent.prompt_files import load_toml
 from tools.result import Component
 

@@ -25,6 +25,7 @@ from service.agent.component_text import component_label_text, component_note_te
 from service.agent.events import Display
 from service.agent.formula_text import legend_lines
 from service.agent.prompt_files import load_toml, read_prompt
+from service.agent.suggestion_text import change_words  # the planner's own codes, said in a language
 from service.agent.templating import Pieces, Template, split, substitute
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
@@ -122,8 +123,6 @@ def change_text(suggestion: Suggestion, language: str, base: Any = None) -> str:
     """A planner change in the answer's language, composed from its scenario_changes via
     prompts/<lang>/labels.toml [change] (never by translating the planner's English text); the
     layout fields (GPU count, TP/PP, ZeRO) read as one phrase (`layout_text`)."""
-    from service.agent.suggestion_text import change_words  # the planner's own codes, said in `language`
-
     if not suggestion.scenario_changes:
         return change_words(suggestion, language)
     lang = _lang(language)

@@ -42,6 +42,7 @@ from pydantic import TypeAdapter
 
 from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, Language
+from service.agent.offline.language import detect_language
 from service.api import sse_wire
 
 if TYPE_CHECKING:
@@ -92,8 +93,6 @@ def _detach_from_server_signals() -> None:
 def _answer(question: str, state: ConversationState, language: Language | None) -> list[sse_wire.Wire]:
     """One question answered in the worker: its events, text in pieces, in wire form (sse_wire.encode). The
     offline agent makes its text in pieces (`OfflineAgent.events`) and runs without an event loop."""
-    from service.agent.offline.language import detect_language
-
     agent: OfflineAgent = _worker["agent"]
     events = coalesce_tokens(list(agent.events(question, state, language, piece_chars=TOKEN_PIECE_CHARS)))
     # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)

@@ -47,6 +47,8 @@ from service.agent.render import (
     render_scenario_line,
 )
 from service.agent.summary import text_summary
+from service.hub import estimate_any_model
+from tools.catalog import find_gpu, resolve_model
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -61,9 +63,7 @@ EstimateFn = Callable[..., Estimate]
 
 
 def _default_estimate(scenario: Scenario, plan: bool = True) -> Estimate:
-    from service.hub import estimate_any_model  # catalog first; `org/name` ids the catalog lacks: the Hub
-
-    return estimate_any_model(scenario, plan=plan)
+    return estimate_any_model(scenario, plan=plan)  # catalog first; `org/name` ids the catalog lacks: the Hub
 
 
 def chunk_lines(lines: list[str]) -> list[str]:
@@ -291,8 +291,6 @@ def preload_resources() -> None:
 
 def _check_names(scenario: Scenario) -> None:
     """Raise the catalog's ScenarioError (with near names) for an unknown model or GPU."""
-    from tools.catalog import find_gpu, resolve_model
-
     if scenario.model and scenario.architecture is None:
         resolve_model(scenario.model)
     if scenario.gpu:
