@@ -37,7 +37,7 @@ def value_text(name: str, value: Any, joiner: str = ", ") -> str:
 
 def fill(template: str, values: dict[str, Any], joiner: str = ", ") -> str:
     """`template` with its ${name}s filled; a [[part]] whose values are missing or empty is left out."""
-    types = tuple(v.__class__ for v in values.values())
+    types = tuple(map(type, values.values()))
     if _SCALARS.issuperset(types):  # the same few defaults and labels recur from answer to answer
         return _fill_scalars(template, joiner, tuple(values.items()), types)
     return _fill(template, values, joiner)

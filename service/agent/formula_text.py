@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import chain
 
 from service.agent.fill_text import fill_plain
 from service.agent.prompt_files import load_toml
@@ -29,11 +30,7 @@ def formula_tables(language: str) -> tuple[dict[str, str], dict[str, str]]:
 
 def formula_symbols(texts: Iterable[str]) -> list[str]:
     """The identifiers of `texts` in order of first appearance, each once."""
-    seen: dict[str, None] = {}
-    for text in texts:
-        if text:
-            seen.update(dict.fromkeys(_identifiers(text)))
-    return list(seen)
+    return list(dict.fromkeys(chain.from_iterable(map(_identifiers, filter(None, texts)))))
 
 
 @lru_cache(maxsize=4096)

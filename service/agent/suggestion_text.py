@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from service.agent.prompt_files import load_toml
-from service.agent.templating import Template
+from service.agent.templating import split, substitute
 from tools.result import Suggestion
 
 
@@ -26,8 +26,8 @@ def _table(language: str, name: str) -> dict[str, str]:
 
 
 def _say(template: str, values: dict[str, Any]) -> str:
-    # integers as plain digits ("1024 GPUs"), as the planner always said them
-    return Template(template).safe_substitute({k: str(v) for k, v in values.items()})
+    # integers as plain digits ("1024 GPUs"), as the planner always said them (substitute says str(value))
+    return substitute(split(template), values)
 
 
 def _part(language: str, table: str, part: dict[str, Any]) -> str:

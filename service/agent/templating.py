@@ -42,8 +42,10 @@ def _pieces(pattern: Pattern[str], delimiter: str, text: str) -> Pieces:
     )
 
 
+@lru_cache(maxsize=4096)
 def split(text: str) -> Pieces:
-    """`text` as `Template(text).safe_substitute` reads it (cached): keep the result to fill it again."""
+    """`text` as `Template(text).safe_substitute` reads it (cached by the text alone: a compiled pattern's
+    hash reads its whole program every time)."""
     return _pieces(Template.pattern, Template.delimiter, text)
 
 
@@ -69,4 +71,6 @@ class Template(string.Template):
             mapping = kws
         elif kws:
             mapping = ChainMap(kws, mapping)  # type: ignore[arg-type]
+        if type(self) is Template:
+            return substitute(split(self.template), mapping)
         return substitute(_pieces(type(self).pattern, self.delimiter, self.template), mapping)
