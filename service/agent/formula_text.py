@@ -49,10 +49,17 @@ def symbol_meanings(components: Iterable[Component], language: str) -> dict[str,
 
 def legend_lines(components: Iterable[Component], language: str) -> list[str]:
     """The title and one line per symbol defined in [symbols] that the components' formulas use."""
-    used = symbol_meanings(components, language)
+    texts = (t for c in components for t in (c.formula, c.substituted))
+    return list(_legend(tuple(formula_symbols(texts)), language))
+
+
+@lru_cache(maxsize=1024)
+def _legend(symbols: tuple[str, ...], language: str) -> tuple[str, ...]:
+    """`legend_lines` of formulas whose identifiers are `symbols` (the same few sets recur)."""
+    meanings = formula_tables(language)[0]
+    used = [sym for sym in symbols if sym in meanings]
     if not used:
-        return []
+        return ()
     text = formula_tables(language)[1]
-    return [text["legend_title"]] + [
-        fill_plain(text["legend_item"], {"symbol": sym, "meaning": meaning}) for sym, meaning in used.items()
-    ]
+    items = [fill_plain(text["legend_item"], {"symbol": sym, "meaning": meanings[sym]}) for sym in used]
+    return (text["legend_title"], *items)
