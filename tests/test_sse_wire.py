@@ -14,9 +14,11 @@ from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, DoneEvent, EstimateEvent, ScenarioEvent, TokenEvent
 from service.agent.offline.agent import OfflineAgent
 from service.agent.pieces import text_groups
+from service.agent.render import display_panels, display_texts
 from service.api import sse_wire
 from service.api.agent_pool import coalesce_tokens
 from service.api.streaming import ready_batches
+from service.hub import estimate_any_model
 from tools.scenario import Scenario
 
 ADAPTER = TypeAdapter(AgentEvent)
@@ -64,6 +66,26 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
             assert new.scenario == old.scenario
         if isinstance(old, TokenEvent):
             assert new.text == old.text
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        {"model": "llama-2-7b", "task": "lora", "gpu": "4090"},  # suggestions, assumptions, notes
+        {"model": "qwen2.5-7b", "task": "inference", "gpu": "a100-80gb", "seq_len": 8192},  # serving lines
+        {"model": "llama-2-13b", "task": "full_finetune", "gpu": "a100-80gb", "num_gpus": 8, "zero_stage": 3},
+        {"model": "qwen2.5-7b", "task": "grpo", "gpu": "h100", "num_gpus": 8},  # RL: components with roles
+    ],
+)
+def test_display_texts_are_the_display_models_json(scenario: dict[str, object]) -> None:
+    """The worker sends the panel texts as made (render.display_texts), never building the model: the same
+    JSON, key for key and in order, as the validated `Display` dumped."""
+    estimate = estimate_any_model(Scenario.model_validate(scenario))
+    for language in ("en", "zh"):
+        texts = display_texts(estimate, language)
+        dumped = display_panels(estimate, language).model_dump(mode="json")
+        assert json.dumps(texts, ensure_ascii=False) == json.dumps(dumped, ensure_ascii=False)
+        assert texts["components"] and texts["assumptions"]
 
 
 def test_text_groups_fill_each_piece_while_the_next_text_fits() -> None:

@@ -69,9 +69,9 @@ class ScenarioEvent(BaseModel):
 class EstimateEvent(BaseModel):
     type: Literal["estimate"] = "estimate"
     estimate: Estimate
-    # not part of the event's data: the estimate's panel texts the agent rendered its answer with
-    # (render.display_panels in the answer's language), so the `display` event is not built again
-    _display: Display | None = PrivateAttr(None)
+    # not part of the event's data: the estimate's panel texts the agent rendered its answer with, as the
+    # `display` event's data (render.display_texts, in the answer's language), so they are not made again
+    _display: dict[str, Any] | None = PrivateAttr(None)
 
 
 class TokenEvent(BaseModel):

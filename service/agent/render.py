@@ -267,7 +267,7 @@ def no_effect_templates(language: str) -> dict[str, str]:
 
 
 def render_answer_lines(
-    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+    estimate: Estimate, language: str, focus: str | None = None, display: PanelTexts | None = None
 ) -> list[str]:
     """The answer as lines (the offline agent streams them one by one): the short summary
     (service/agent/summary.py, the accuracy bound said there once), then the full cited breakdown."""
@@ -276,23 +276,23 @@ def render_answer_lines(
 
 
 def render_answer_parts(
-    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+    estimate: Estimate, language: str, focus: str | None = None, display: PanelTexts | None = None
 ) -> tuple[list[str], list[str]]:
     """(the short summary's lines, the full cited breakdown's lines) of `render_answer_lines`, both from the
-    same panel texts (`display`, the estimate's `display_panels` in `language`, made here when not given)."""
+    same panel texts (`display`, the estimate's `display_texts` in `language`, made here when not given)."""
     from service.agent.summary import summary_lines
 
     panels = panels_for(estimate, language, display)
     return summary_lines(estimate, language, focus, panels), render_detail_lines(estimate, language, panels)
 
 
-def panels_for(estimate: Estimate, language: str, display: Display | None) -> Display:
-    """`display` when it is the estimate's panel texts in `language`, else `display_panels(estimate, language)`."""
+def panels_for(estimate: Estimate, language: str, display: PanelTexts | None) -> PanelTexts:
+    """`display` when it is the estimate's panel texts in `language`, else `display_texts(estimate, language)`."""
     lang = _lang(language)
-    return display if display is not None and display.language == lang else display_panels(estimate, lang)
+    return display if display is not None and display["language"] == lang else display_texts(estimate, lang)
 
 
-def render_detail_lines(estimate: Estimate, language: str, display: Display | None = None) -> list[str]:
+def render_detail_lines(estimate: Estimate, language: str, display: PanelTexts | None = None) -> list[str]:
     """The full cited breakdown: every component's formula, substitution and source. Labels, verdict,
     changes, assumption texts and notes are the panel texts' (`display`, made when not given)."""
     lang = _lang(language)
@@ -314,7 +314,7 @@ def render_detail_lines(estimate: Estimate, language: str, display: Display | No
         ),
         "",
     ]
-    lines.append(panels.verdict)
+    lines.append(panels["verdict"])
     role = gpu_role_text(estimate.per_gpu, lang) if num_gpus > 1 else None
     if role:
         lines.append(_fill(lang, "text", "gpu_role", role=role))
@@ -346,7 +346,7 @@ def render_detail_lines(estimate: Estimate, language: str, display: Display | No
         )
     )
     lines += ["", _tpl(lang, "text", "components_title")]
-    labelled = list(zip(estimate.components, (p.label for p in panels.components), strict=True))
+    labelled = list(zip(estimate.components, (p["label"] for p in panels["components"]), strict=True))
     for c, label in labelled:
         if c.kind == "tensor":
             lines += _component_lines(c, label, lang)
@@ -373,19 +373,19 @@ def render_detail_lines(estimate: Estimate, language: str, display: Display | No
             "",
             _tpl(lang, "text", "suggestions_title" if not estimate.fits else "suggestions_title_fits"),
         ]
-        for n, (sug, said) in enumerate(zip(estimate.suggestions, panels.suggestions, strict=True), 1):
+        for n, (sug, said) in enumerate(zip(estimate.suggestions, panels["suggestions"], strict=True), 1):
             lines.append(
                 _fill(
                     lang,
                     "text",
                     "suggestion",
                     n=n,
-                    change=said.change,
+                    change=said["change"],
                     total=fmt_gib(sug.total_bytes),
                     num_gpus=sug.num_gpus,
                     gpus=gpus_text(sug.num_gpus, lang),
                     verdict=_tpl(lang, "text", "fits_word" if sug.fits else "no_fit_word"),
-                    tradeoffs=said.tradeoffs,
+                    tradeoffs=said["tradeoffs"],
                 )
             )
     no_effect = _no_effect_lines(estimate, lang)
@@ -397,18 +397,18 @@ def render_detail_lines(estimate: Estimate, language: str, display: Display | No
     if estimate.assumptions:
         lines += ["", _tpl(lang, "text", "assumptions_title")]
         fields = _labels(lang, "field")
-        for a, said in zip(estimate.assumptions, panels.assumptions, strict=True):
+        for a, said in zip(estimate.assumptions, panels["assumptions"], strict=True):
             lines.append(
                 _fill(
                     lang,
                     "text",
                     "assumption",
                     field=fields.get(a.field, a.field),
-                    value=said.value,
-                    reason=said.reason,
+                    value=said["value"],
+                    reason=said["reason"],
                 )
             )
-    notes = panels.notes
+    notes = panels["notes"]
     if notes and _tpl(lang, "text", "notes_title"):
         lines += ["", _tpl(lang, "text", "notes_title")]
         lines += [_fill(lang, "text", "note", note=n) for n in notes]
@@ -712,40 +712,48 @@ def display_panels(estimate: Estimate, language: str) -> Display:
     """The Estimate's panel texts in `language`, from the same templates and labels as the answer
     text: component labels, suggestion changes, assumption lines, verdict, notes, serving capacity.
     The web page shows these under the answer; the Estimate itself is not changed."""
+    return Display.model_validate(display_texts(estimate, language))  # one call into pydantic-core
+
+
+# `display_panels` as its JSON data (`model_dump(mode="json")`): the answer's texts and the `display` event
+# are made from it, so an answer that is only rendered and sent never builds the model
+PanelTexts = dict[str, Any]
+
+
+def display_texts(estimate: Estimate, language: str) -> PanelTexts:
+    """The data `display_panels` validates, which is its `model_dump(mode="json")`: every field of `Display`
+    (and of its items) in the model's order, plain strings and lists (tests/test_sse_wire.py)."""
     lang = _lang(language)
     s = estimate.scenario
     fields = _labels(lang, "field")
-    # validated as one tree (one call into pydantic-core, not one per panel line)
-    return Display.model_validate(
-        {
-            "language": lang,
-            "verdict": _display_verdict(estimate, lang),
-            "components": [
-                {
-                    "name": c.name,
-                    "model_role": c.model_role,
-                    "label": component_label(c, lang),
-                    "formula": c.substituted or c.formula or "",
-                }
-                for c in estimate.components
-            ],
-            "suggestions": [
-                {"change": change_text(sug, lang, s), "tradeoffs": suggestion_tradeoffs(sug, s, lang)}
-                for sug in estimate.suggestions
-            ],
-            "assumptions": [
-                {
-                    "field": a.field,
-                    "label": str(fields.get(a.field) or a.field),
-                    "value": fmt_value(a.value, lang),
-                    "reason": assumption_text(a, _lang(lang)),
-                }
-                for a in estimate.assumptions
-            ],
-            "notes": [note_text(n, lang) for n in estimate.notes],
-            "serving": _display_serving(estimate, lang),
-        }
-    )
+    return {
+        "language": lang,
+        "verdict": _display_verdict(estimate, lang),
+        "components": [
+            {
+                "name": c.name,
+                "model_role": c.model_role,
+                "label": component_label(c, lang),
+                "formula": c.substituted or c.formula or "",
+            }
+            for c in estimate.components
+        ],
+        "suggestions": [
+            {"change": change_text(sug, lang, s), "tradeoffs": suggestion_tradeoffs(sug, s, lang)}
+            for sug in estimate.suggestions
+        ],
+        "assumptions": [
+            {
+                "field": a.field,
+                "label": str(fields.get(a.field) or a.field),
+                "value": fmt_value(a.value, lang),
+                "reason": assumption_text(a, _lang(lang)),
+            }
+            for a in estimate.assumptions
+        ],
+        "notes": [note_text(n, lang) for n in estimate.notes],
+        "serving": _display_serving(estimate, lang),
+    }
 
 
 def _display_verdict(estimate: Estimate, lang: str) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from service.agent import render
-from service.agent.events import Display
 from tools.result import Estimate
 from tools.units import fmt_gib
 
@@ -43,12 +42,12 @@ def verdict_line(estimate: Estimate, lang: str) -> str:
     return _s(lang, "verdict_fits" if estimate.fits else "verdict_no_fit", **values)
 
 
-def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: Display) -> str | None:
+def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: render.PanelTexts) -> str | None:
     if focus in FOCUS_COMPONENTS:
         parts = [i for i, c in enumerate(estimate.components) if c.name == focus]
         if not parts:
             return None
-        label = panels.components[parts[0]].label
+        label = panels["components"][parts[0]]["label"]
         return _s(lang, "focus", label=label, gib=fmt_gib(sum(estimate.components[i].bytes for i in parts)))
     if focus in ("max_context", "concurrency") and estimate.serving is not None:
         sv = estimate.serving
@@ -63,7 +62,7 @@ def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: Displa
     return None
 
 
-def _biggest_line(estimate: Estimate, lang: str, skip: str | None, panels: Display) -> str:
+def _biggest_line(estimate: Estimate, lang: str, skip: str | None, panels: render.PanelTexts) -> str:
     components = estimate.components
     ranked = sorted(
         (i for i, c in enumerate(components) if c.bytes > 0 and c.name != skip),
@@ -71,7 +70,8 @@ def _biggest_line(estimate: Estimate, lang: str, skip: str | None, panels: Displ
     )[:3]
     joiner = render._tpl(lang, "summary", "part_joiner")
     parts = joiner.join(
-        _s(lang, "part", label=panels.components[i].label, gib=fmt_gib(components[i].bytes)) for i in ranked
+        _s(lang, "part", label=panels["components"][i]["label"], gib=fmt_gib(components[i].bytes))
+        for i in ranked
     )
     return _s(lang, "biggest", parts=parts)
 
@@ -101,7 +101,7 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
     return None
 
 
-def _fix_line(estimate: Estimate, lang: str, panels: Display) -> str | None:
+def _fix_line(estimate: Estimate, lang: str, panels: render.PanelTexts) -> str | None:
     if estimate.fits:
         return None
     fitting = [i for i, s in enumerate(estimate.suggestions) if s.fits]
@@ -111,7 +111,7 @@ def _fix_line(estimate: Estimate, lang: str, panels: Display) -> str | None:
     return _s(
         lang,
         "fix",
-        change=panels.suggestions[fitting[0]].change,
+        change=panels["suggestions"][fitting[0]]["change"],
         total=fmt_gib(sug.total_bytes),
         gpus=render.gpus_text(sug.num_gpus, lang),
         verdict=render._tpl(lang, "text", "fits_word"),
@@ -127,10 +127,10 @@ def accuracy_line(estimate: Estimate, lang: str) -> str | None:
 
 
 def summary_lines(
-    estimate: Estimate, language: str, focus: str | None = None, display: Display | None = None
+    estimate: Estimate, language: str, focus: str | None = None, display: render.PanelTexts | None = None
 ) -> list[str]:
     """At most MAX_LINES lines: verdict, asked-for figure, biggest parts, fewest GPUs, cheapest fix, accuracy.
-    Component labels and changes are the panel texts' (`display`, render.display_panels, made when not given)."""
+    Component labels and changes are the panel texts' (`display`, render.display_texts, made when not given)."""
     lang = render._lang(language)
     panels = render.panels_for(estimate, lang, display)
     lines: list[str | None] = [verdict_line(estimate, lang), _focus_line(estimate, lang, focus, panels)]

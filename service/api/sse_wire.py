@@ -24,7 +24,6 @@ from sse_starlette import ServerSentEvent
 from service.agent.events import (
     AgentEvent,
     Answer,
-    Display,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -198,13 +197,11 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             memo[key] = dumps(model.model_dump(mode="json"))
         return memo[key]
 
-    def display_json(estimate: Estimate, language: str, rendered: Display | None = None) -> str:
+    def display_json(estimate: Estimate, language: str, rendered: dict[str, Any] | None = None) -> str:
         key = ("display", id(estimate), language)
         if key not in memo:  # the panel texts the agent rendered the answer with, when they are in `language`
-            panels = rendered if rendered is not None and rendered.language == language else None
-            memo[key] = dumps(
-                display_payload(estimate, language) if panels is None else panels.model_dump(mode="json")
-            )
+            panels = rendered if rendered is not None and rendered["language"] == language else None
+            memo[key] = dumps(display_payload(estimate, language) if panels is None else panels)
         return memo[key]
 
     if isinstance(ev, TokenEvent):

@@ -36,7 +36,7 @@ from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, parse_question
 from service.agent.pieces import text_groups
 from service.agent.render import (
-    display_panels,
+    display_texts,
     render_answer_parts,
     render_concept_lines,
     render_error,
@@ -190,7 +190,7 @@ class OfflineAgent:
                 said = Assumption(field=field, value=stated[field], code=why.code, values=why.values)
                 estimate.assumptions.append(said.model_copy(update={"reason": assumption_text(said, "en")}))
         # the panel texts once: the `display` event and the answer's lines say the same texts
-        display = display_panels(estimate, lang)
+        display = display_texts(estimate, lang)
         estimated = EstimateEvent(estimate=estimate)
         estimated._display = display
         yield estimated
