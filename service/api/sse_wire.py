@@ -197,6 +197,12 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             memo[key] = dumps(model.model_dump(mode="json"))
         return memo[key]
 
+    def compact_json(model: BaseModel) -> str:  # a model's `model_dump_json()` (the wire's own form)
+        key = ("compact", id(model))
+        if key not in memo:
+            memo[key] = model.model_dump_json()
+        return memo[key]
+
     def display_json(estimate: Estimate, language: str, rendered: dict[str, Any] | None = None) -> str:
         key = ("display", id(estimate), language)
         if key not in memo:  # the panel texts the agent rendered the answer with, when they are in `language`
@@ -213,7 +219,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
         return ("token", ev.text, _frame("token", '{"text": ' + text_json + "}"))  # dumps({"text": ...})
     if isinstance(ev, ScenarioEvent):
         data = dumps(ev.scenario.model_dump(mode="json", exclude_none=True))
-        return ("scenario", ev.scenario.model_dump_json(), _frame("scenario", data))
+        return ("scenario", compact_json(ev.scenario), _frame("scenario", data))
     if isinstance(ev, EstimateEvent):
         estimate_json = json_of(ev.estimate)
         frames = _frame("estimate", estimate_json) + _frame(
@@ -246,7 +252,7 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             a.answer,
             a.agent,
             dumps(a.conversation_id),
-            "null" if a.scenario is None else a.scenario.model_dump_json(),
+            "null" if a.scenario is None else compact_json(a.scenario),
             "null" if a.estimate is None else json_of(a.estimate),
             head,
             tail,
