@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from service.agent.assumption_text import code_text
 from service.agent.fill_text import PLACEHOLDER, fill, fill_plain, value_text
 
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
@@ -100,3 +101,15 @@ def test_equal_values_of_other_types_are_said_their_own_way() -> None:
         assert fill("${a}", {"a": 1}) == "1"
         assert fill("${a}", {"a": True}) == "True"
         assert fill("${a}", {"a": [1000, 2]}) == "1,000, 2"
+
+
+def test_remembered_texts_keep_the_types_of_equal_values() -> None:
+    # the assumption and label texts are remembered the same way as fill (service.agent.fill_text.remembered)
+    for _ in range(2):
+        as_int, as_float = (
+            code_text("rl_lora_rank", {"method": "GRPO", "rank": r}, "en") for r in (1000, 1000.0)
+        )
+        assert as_int is not None and as_int.endswith("r=1,000")
+        assert as_float is not None and as_float.endswith("r=1000")
+        listed = code_text("rl_lora_rank", {"method": "GRPO", "rank": [8, 16]}, "en")
+        assert listed is not None and listed.endswith("r=8, 16")

@@ -13,7 +13,7 @@ from typing import Any
 
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
 from service.agent.fill_text import PLACEHOLDER as PLACEHOLDER  # re-exported: the placeholder pattern
-from service.agent.fill_text import fill
+from service.agent.fill_text import fill, remembered
 from service.agent.prompt_files import load_toml
 from service.agent.suggestion_text import english_suggestion
 from tools.result import Assumption, Component, Estimate
@@ -51,6 +51,7 @@ def assumption_text(a: Assumption, language: str) -> str:
     return (code_text(a.code, a.values, language) if a.code else None) or a.reason or ""
 
 
+@remembered
 def code_text(code: str, values: dict[str, Any], language: str) -> str | None:
     """The sentence of assumption `code` with `values` in `language` (None for an unknown code: a defect
     tests/test_assumptions.py catches)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from service.agent.fill_text import fill
+from service.agent.fill_text import fill, remembered
 from service.agent.prompt_files import load_toml
 from tools.result import Component, PerGpu
 
@@ -22,6 +22,7 @@ def label_tables(language: str) -> tuple[dict[str, str], dict[str, str]]:
     )
 
 
+@remembered
 def label_text(code: str, values: dict[str, Any], language: str) -> str | None:
     """The label `code` with `values` in `language`, or None when no language has a template for it."""
     templates, words = label_tables(language)

@@ -6,8 +6,9 @@ values are missing or empty is left out. Each template is split once (cached) an
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import Any, TypeVar
 
 from tools.units import fmt_gib
 
@@ -35,23 +36,32 @@ def value_text(name: str, value: Any, joiner: str = ", ") -> str:
     return str(value)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+T = TypeVar("T")
+
+
+def remembered(said: Callable[[str, dict[str, Any], str], T]) -> Callable[[str, dict[str, Any], str], T]:
+    """`said(name, values, language_or_joiner)` (a text of templates that never change), remembered when every
+    value is plain (str, int, float, bool, None): the same few defaults and labels recur from answer to answer.
+    The values' types are part of the key (1, 1.0 and True are equal keys, and are said differently)."""
+
+    @lru_cache(maxsize=4096)
+    def of_plain(name: str, items: tuple[tuple[str, Any], ...], types: tuple[type, ...], last: str) -> T:
+        return said(name, dict(items), last)
+
+    @wraps(said)
+    def text(name: str, values: dict[str, Any], last: str) -> T:
+        types = tuple(map(type, values.values()))
+        if _SCALARS.issuperset(types):
+            return of_plain(name, tuple(values.items()), types, last)
+        return said(name, values, last)
+
+    return text
+
+
 def fill(template: str, values: dict[str, Any], joiner: str = ", ") -> str:
     """`template` with its ${name}s filled; a [[part]] whose values are missing or empty is left out."""
-    types = tuple(map(type, values.values()))
-    if _SCALARS.issuperset(types):  # the same few defaults and labels recur from answer to answer
-        return _fill_scalars(template, joiner, tuple(values.items()), types)
-    return _fill(template, values, joiner)
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-@lru_cache(maxsize=4096)
-def _fill_scalars(
-    template: str, joiner: str, items: tuple[tuple[str, Any], ...], types: tuple[type, ...]
-) -> str:
-    """`fill` of plain values, remembered (`types` keeps 1, 1.0 and True apart: they are equal keys)."""
-    return _fill(template, dict(items), joiner)
+    return _remembered_fill(template, values, joiner)
 
 
 def _fill(template: str, values: dict[str, Any], joiner: str) -> str:
@@ -117,3 +127,6 @@ def fill_plain(template: str, said: dict[str, str]) -> str:
 def _plain_parts(template: str) -> tuple[str, ...]:
     """`template` as [text, name, text, ..., text] (`PLACEHOLDER.split`), once per template."""
     return tuple(PLACEHOLDER.split(template))
+
+
+_remembered_fill = remembered(_fill)
