@@ -96,6 +96,12 @@ def _negated_any(pattern: re.Pattern[str], low: str) -> bool:
     return any(_negated(low, m.start(), m.end()) for m in pattern.finditer(low))
 
 
+_TRAINING_WORD = rx.compile(r"微调|fine|tun|ft|sft|train|训练")
+_LOAD_IN_BITS = rx.compile(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}")
+_LOAD_IN_4BIT_OR_NF4 = rx.compile(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}")
+_DORA = rx.compile(rf"{L}dora{R}")
+
+
 def task_fields(low: str) -> Fields:
     out: Fields = {}
     for task, pattern in _TASK_RULES:
@@ -109,17 +115,13 @@ def task_fields(low: str) -> Fields:
             break
     if out.get("task") in ("lora", "qlora") and FULL_MENTION.search(low) and _negated_any(LORA_MENTION, low):
         out["task"] = "full_finetune"
-    if (
-        "task" not in out
-        and _negated_any(LORA_MENTION, low)
-        and rx.search(r"微调|fine|tun|ft|sft|train|训练", low)
-    ):
+    if "task" not in out and _negated_any(LORA_MENTION, low) and _TRAINING_WORD.search(low):
         out["task"] = "full_finetune"  # "no LoRA, fine-tune everything", "不要LoRA微调"
-    if "task" not in out and rx.search(rf"{L}load{SEP}in{SEP}(?:4|8){SEP}bit{R}", low):
+    if "task" not in out and _LOAD_IN_BITS.search(low):
         out["task"] = "inference"
-    if out.get("task") == "lora" and rx.search(rf"{L}load{SEP}in{SEP}4{SEP}bit{R}|{L}nf4{R}", low):
+    if out.get("task") == "lora" and _LOAD_IN_4BIT_OR_NF4.search(low):
         out["task"] = "qlora"
-    if rx.search(rf"{L}dora{R}", low):
+    if _DORA.search(low):
         out["dora"] = True
     if out.get("task") in RL_TASKS and QLORA_MENTION.search(low):
         out["weight_dtype"] = "nf4"
@@ -189,20 +191,28 @@ _KV_DTYPE = rx.compile(
 )
 
 
+_QUANT_METHODS = tuple((method, rx.compile(rf"{L}{method}{R}")) for method in ("gptq", "awq"))
+_BNB = rx.compile(rf"{L}(?:bnb|bitsandbytes|load{SEP}in{SEP}(?:4|8){SEP}bit){R}")
+_OPTIMIZER_BITS = rx.compile(
+    rf"{L}(?:paged{SEP})?(?:adamw?|adam){SEP}(?:8|32){SEP}bits?{R}|{L}(?:8|32){SEP}bits?{SEP}(?:paged{SEP})?adamw?{R}"
+    rf"|(?:8|八)\s*位\s*(?:的)?\s*(?:adamw?|优化器)"
+)
+_EXL2 = rx.compile(rf"{L}(?:exl2|exllama(?:v2)?|tabby(?:api)?){R}|bpw")
+_Q8 = rx.compile(rf"{L}q8{R}")
+_Q4 = rx.compile(rf"{L}q4{R}")
+_DOUBLE_QUANT = rx.compile(rf"{L}double{SEP}quant|双重量化")
+_GROUP_SIZE = rx.compile(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}")
+
+
 def dtype_fields(low: str) -> Fields:
     out: Fields = {}
     # Quantised weight formats name their method too.
-    for method in ("gptq", "awq"):
-        if rx.search(rf"{L}{method}{R}", low):
+    for method, pattern in _QUANT_METHODS:
+        if pattern.search(low):
             out["quant_method"] = method
-    if rx.search(rf"{L}(?:bnb|bitsandbytes|load{SEP}in{SEP}(?:4|8){SEP}bit){R}", low):
+    if _BNB.search(low):
         out["quant_method"] = "bnb"
-    cleaned = rx.sub(
-        rf"{L}(?:paged{SEP})?(?:adamw?|adam){SEP}(?:8|32){SEP}bits?{R}|{L}(?:8|32){SEP}bits?{SEP}(?:paged{SEP})?adamw?{R}"
-        rf"|(?:8|八)\s*位\s*(?:的)?\s*(?:adamw?|优化器)",
-        " ",
-        low,
-    )
+    cleaned = _OPTIMIZER_BITS.sub(" ", low)
     kv = _KV_DTYPE.search(cleaned)
     if kv:
         out["kv_dtype"] = next(g for g in kv.groups() if g)
@@ -210,13 +220,13 @@ def dtype_fields(low: str) -> Fields:
     cleaned = _FP32_MASTER.sub(" ", cleaned)
     bits = exl2_bits(cleaned)
     gguf = gguf_file_type(cleaned)
-    if bits is not None and rx.search(rf"{L}(?:exl2|exllama(?:v2)?|tabby(?:api)?){R}|bpw", cleaned):
+    if bits is not None and _EXL2.search(cleaned):
         out["weight_dtype"], out["weight_bits"] = "exl2", bits
     elif gguf:
         out["weight_dtype"] = gguf
-    elif rx.search(rf"{L}q8{R}", cleaned):
+    elif _Q8.search(cleaned):
         out["weight_dtype"] = "q8_0"  # llama.cpp / ollama shorthand for the Q8_0 GGUF
-    elif rx.search(rf"{L}q4{R}", cleaned):
+    elif _Q4.search(cleaned):
         out["weight_dtype"] = "q4_0"
     for dtype, pattern in _DTYPE_RULES:
         if "weight_dtype" in out:
@@ -226,9 +236,9 @@ def dtype_fields(low: str) -> Fields:
             break
     if out.get("quant_method") in ("gptq", "awq") and "weight_dtype" not in out:
         out["weight_dtype"] = "int4"
-    if rx.search(rf"{L}double{SEP}quant|双重量化", low):
+    if _DOUBLE_QUANT.search(low):
         out["double_quant"] = True
-    g = rx.search(rf"{L}group{SEP}(?:size)?{_IS}(\d+){R}", low)
+    g = _GROUP_SIZE.search(low)
     if g:
         out["quant_group_size"] = int(g.group(1))
     recipe = next((name for name, pattern in _RECIPE_RULES if pattern.search(low)), None)
@@ -278,30 +288,35 @@ _TARGETS = rx.compile(
 )
 
 
+_LORA_RANK = rx.compile(
+    rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)"
+)
+_ALL_LINEAR = rx.compile(
+    rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)"
+)
+_LORA_ALPHA = rx.compile(rf"{L}(?:lora{SEP})?alpha{_IS}{_NUM}")
+_LORA_DROPOUT = rx.compile(rf"{L}(?:lora{SEP})?dropout{_IS}(\d*\.\d+|0){R}")
+_LAST_LAYERS = rx.compile(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层")
+
+
 def lora_fields(low: str) -> Fields:
     out: Fields = {}
-    r = rx.search(
-        rf"{L}(?:lora{SEP})?(?:rank|lora_r){_IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)",
-        low,
-    )
+    r = _LORA_RANK.search(low)
     if r:
         out["lora_rank"] = int(next(g for g in r.groups() if g))
-    if rx.search(
-        rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)",
-        low,
-    ):
+    if _ALL_LINEAR.search(low):
         out["lora_targets"] = ["all-linear"]
     else:
         targets = list(dict.fromkeys(m.group(1) for m in _TARGETS.finditer(low)))
         if targets:
             out["lora_targets"] = targets
-    a = rx.search(rf"{L}(?:lora{SEP})?alpha{_IS}{_NUM}", low)
+    a = _LORA_ALPHA.search(low)
     if a:
         out["lora_alpha"] = float(a.group(1))
-    d = rx.search(rf"{L}(?:lora{SEP})?dropout{_IS}(\d*\.\d+|0){R}", low)
+    d = _LORA_DROPOUT.search(low)
     if d:
         out["lora_dropout"] = float(d.group(1))
-    f = rx.search(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层", low)
+    f = _LAST_LAYERS.search(low)
     if f:
         out["trainable_layers"] = int(f.group(1) or f.group(2))
     return out
@@ -343,6 +358,16 @@ _NEW_TOKENS = rx.compile(
 _BARE_K = rx.compile(rf"{L}(\d+(?:\.\d+)?k){R}")
 
 
+_GENERATIONS = rx.compile(
+    rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts|answers){SEP}(?:per|for{SEP}each|each){SEP}(?:prompt|question){R}|{L}(\d+){SEP}generations{R}"
+    rf"|{L}generat(?:e|ing){SEP}(\d+){SEP}{_SAMPLES}{R}"
+    rf"|每个?\s*(?:prompt|问题|提示)\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|回答|答案|样本|采样|候选|输出|response)"
+)
+_GPU_UTILIZATION = rx.compile(
+    rf"{L}gpu{SEP}memory{SEP}utili[sz]ation{_IS}(0?\.\d+|1(?:\.0)?){R}|显存利用率\s*(?:为|=)?\s*(0?\.\d+)"
+)
+
+
 def shape_fields(low: str) -> Fields:
     out: Fields = {}
     gb = _GLOBAL_BATCH.search(low)
@@ -374,18 +399,10 @@ def shape_fields(low: str) -> Fields:
             value = token_count(k.group(1))
             if value and value >= 512:
                 out["seq_len"] = value
-    g = rx.search(
-        rf"{L}(?:num{SEP}generations|generations|group{SEP}size|g){_IS}(\d+){R}|{L}(\d+){SEP}(?:generations|samples|completions|responses|rollouts|answers){SEP}(?:per|for{SEP}each|each){SEP}(?:prompt|question){R}|{L}(\d+){SEP}generations{R}"
-        rf"|{L}generat(?:e|ing){SEP}(\d+){SEP}{_SAMPLES}{R}"
-        rf"|每个?\s*(?:prompt|问题|提示)\s*(?:采样|生成)?\s*(\d+)|(\d+)\s*(?:个|条)\s*(?:回复|回答|答案|样本|采样|候选|输出|response)",
-        low,
-    )
+    g = _GENERATIONS.search(low)
     if g:
         out["num_generations"] = int(next(x for x in g.groups() if x))
-    u = rx.search(
-        rf"{L}gpu{SEP}memory{SEP}utili[sz]ation{_IS}(0?\.\d+|1(?:\.0)?){R}|显存利用率\s*(?:为|=)?\s*(0?\.\d+)",
-        low,
-    )
+    u = _GPU_UTILIZATION.search(low)
     if u:
         out["gpu_memory_utilization"] = float(u.group(1) or u.group(2))
     im = _IMAGES.search(low)
@@ -416,25 +433,28 @@ _CKPT = rx.compile(
 )
 
 
+_SELECTIVE_RECOMPUTE = rx.compile(rf"{L}selective{SEP}(?:activation{SEP})?recompute|选择性重计算")
+_CKPT_OFF_AFTER = rx.compile(r"\s*(?:=|:)?\s*(?:false|off|0|disabled)|\s*(?:关|不开)")
+_FLASH = rx.compile(
+    rf"{L}(?:flash{SEP}attn|flash{SEP}attention(?:{SEP}\d)?|flashattention\d?|fa[23]|sdpa){R}"
+)
+_EAGER = rx.compile(
+    rf"{L}eager(?:{SEP}attention)?{R}|{L}(?:without|no){SEP}flash|不用\s*flash|不开\s*flash|关闭\s*flash"
+)
+
+
 def activation_fields(low: str) -> Fields:
     out: Fields = {}
-    sel = rx.search(rf"{L}selective{SEP}(?:activation{SEP})?recompute|选择性重计算", low)
+    sel = _SELECTIVE_RECOMPUTE.search(low)
     m = _CKPT.search(low)
     if sel:
         out["recompute"] = "selective"
     elif m:
         after = low[m.end() : m.end() + 12]
-        off = _negated(low, m.start()) or rx.match(
-            r"\s*(?:=|:)?\s*(?:false|off|0|disabled)|\s*(?:关|不开)", after
-        )
+        off = _negated(low, m.start()) or _CKPT_OFF_AFTER.match(after)
         out["gradient_checkpointing"] = not off
-    f = rx.search(
-        rf"{L}(?:flash{SEP}attn|flash{SEP}attention(?:{SEP}\d)?|flashattention\d?|fa[23]|sdpa){R}", low
-    )
-    e = rx.search(
-        rf"{L}eager(?:{SEP}attention)?{R}|{L}(?:without|no){SEP}flash|不用\s*flash|不开\s*flash|关闭\s*flash",
-        low,
-    )
+    f = _FLASH.search(low)
+    e = _EAGER.search(low)
     if e:
         out["attention"] = "eager"
     elif f:
@@ -445,56 +465,68 @@ def activation_fields(low: str) -> Fields:
 # --- parallelism ----------------------------------------------------------------------------------
 
 
-def _par(low: str, names: str) -> int | None:
-    m = rx.search(rf"{L}(?:{names}){_IS}(\d+){R}|{L}(?:{names})(\d+){R}", low)
+def _parallel_size(names: str) -> re.Pattern[str]:
+    """'tp=2', 'tensor parallel 4', 'tp8': a parallel size stated for one of `names`."""
+    return rx.compile(rf"{L}(?:{names}){_IS}(\d+){R}|{L}(?:{names})(\d+){R}")
+
+
+_TP = _parallel_size(
+    rf"tp|tensor{SEP}parallel(?:ism)?(?:{SEP}size)?|tensor{SEP}model{SEP}parallel(?:{SEP}size)?|张量并行|tensor_parallel_size"
+)
+_PP = _parallel_size(
+    rf"pp|pipeline{SEP}parallel(?:ism)?(?:{SEP}size)?|流水线并行|流水并行|pipeline_parallel_size"
+)
+_DP = _parallel_size(rf"dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?|数据并行")
+_CP = _parallel_size(rf"cp|context{SEP}parallel(?:ism)?(?:{SEP}size)?|上下文并行")
+_EP = _parallel_size(rf"ep|expert{SEP}parallel(?:ism)?(?:{SEP}size)?|专家并行")
+
+
+def _par(low: str, pattern: re.Pattern[str]) -> int | None:
+    m = pattern.search(low)
     return int(m.group(1) or m.group(2)) if m else None
+
+
+_ZERO_STAGE = rx.compile(
+    rf"{L}zero{SEP}(?:stage{SEP})?([0-3])(?:\+\+|{R})|{L}stage{SEP}([0-3]){R}(?=.*deepspeed)|deepspeed.*{L}stage{SEP}([0-3]){R}"
+)
+_ZERO_NAMED = rx.compile(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]|{SEP}offload|{SEP}infinity)")
+_FSDP_FULL_SHARD = rx.compile(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}")
+_SHARD_GRAD_OP = rx.compile(rf"{L}shard_grad_op{R}")
+_SEQUENCE_PARALLEL = rx.compile(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}")
+_NVME = rx.compile(rf"{L}nvme{R}")
+_OFFLOAD_PARAMS = rx.compile(
+    rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)"
+)
+_OFFLOAD = rx.compile(
+    rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload"
+)
 
 
 def parallel_fields(low: str) -> Fields:
     out: Fields = {}
-    z = rx.search(
-        rf"{L}zero{SEP}(?:stage{SEP})?([0-3])(?:\+\+|{R})|{L}stage{SEP}([0-3]){R}(?=.*deepspeed)|deepspeed.*{L}stage{SEP}([0-3]){R}",
-        low,
-    )
-    nz = rx.search(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]|{SEP}offload|{SEP}infinity)", low)
+    z = _ZERO_STAGE.search(low)
+    nz = _ZERO_NAMED.search(low)
     if z:
         out["zero_stage"] = int(next(g for g in z.groups() if g))
     elif nz and _negated(low, nz.start(), nz.end()):
         out["zero_stage"] = 0  # "no ZeRO", "不用deepspeed": plain data parallel
-    elif rx.search(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}", low):
+    elif _FSDP_FULL_SHARD.search(low):
         out["zero_stage"] = 3
-    elif rx.search(rf"{L}shard_grad_op{R}", low):
+    elif _SHARD_GRAD_OP.search(low):
         out["zero_stage"] = 2
-    tp = _par(
-        low,
-        rf"tp|tensor{SEP}parallel(?:ism)?(?:{SEP}size)?|tensor{SEP}model{SEP}parallel(?:{SEP}size)?|张量并行|tensor_parallel_size",
-    )
-    pp = _par(
-        low, rf"pp|pipeline{SEP}parallel(?:ism)?(?:{SEP}size)?|流水线并行|流水并行|pipeline_parallel_size"
-    )
-    dp = _par(low, rf"dp|data{SEP}parallel(?:ism)?(?:{SEP}size)?|数据并行")
-    cp = _par(low, rf"cp|context{SEP}parallel(?:ism)?(?:{SEP}size)?|上下文并行")
-    ep = _par(low, rf"ep|expert{SEP}parallel(?:ism)?(?:{SEP}size)?|专家并行")
+    tp, pp, dp, cp, ep = (_par(low, pattern) for pattern in (_TP, _PP, _DP, _CP, _EP))
     for key, value in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep)):
         if value:
             out[key] = value
     if dp:
         out["num_gpus"] = dp * (tp or 1) * (pp or 1) * (cp or 1)
-    if rx.search(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}", low):
+    if _SEQUENCE_PARALLEL.search(low):
         out["sequence_parallel"] = True
-    target = "nvme" if rx.search(rf"{L}nvme{R}", low) else "cpu"
-    params = rx.search(
-        rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)",
-        low,
-    )
+    target = "nvme" if _NVME.search(low) else "cpu"
+    params = _OFFLOAD_PARAMS.search(low)
     if params:
         out["offload_params"] = "none" if _negated(low, params.start(), params.end()) else target
-    offload = list(
-        rx.finditer(
-            rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload",
-            low,
-        )
-    )
+    offload = list(_OFFLOAD.finditer(low))
     if offload:
         off = all(_negated(low, m.start(), m.end()) for m in offload)
         out["offload_optimizer"] = "none" if off else target
@@ -504,31 +536,34 @@ def parallel_fields(low: str) -> Fields:
 # --- things that do not change peak memory ------------------------------------------------------------
 
 
+_EPOCHS = rx.compile(
+    rf"{L}{_NUM}{SEP}epochs?{R}|{L}(?:num{SEP}train{SEP}epochs|num{SEP}epochs|epochs?){_IS}{_NUM}(?![0-9a-z])"
+    rf"|(?:训练|跑)?\s*{_NUM}\s*(?:个)?\s*(?:epoch|轮)|(?:训练轮数|轮数|epoch数)\s*(?:为|=|是)?\s*{_NUM}"
+)
+_LEARNING_RATE = rx.compile(
+    rf"{L}(?:learning{SEP}rate|lr){_IS}(\d+(?:\.\d+)?(?:e-?\d+)?){R}|学习率\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?(?:e-?\d+)?)"
+)
+_GRAD_ACCUM = rx.compile(
+    rf"{L}(?:gradient{SEP}accumulation(?:{SEP}steps)?|grad{SEP}accum(?:ulation)?(?:{SEP}steps)?|ga{SEP}steps|ga){_IS}(\d+){R}"
+    rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:|改成|改为|设为)?\s*(\d+)"
+)
+_WARMUP = rx.compile(rf"{L}warmup(?:{SEP}steps)?{_IS}(\d+){R}")
+
+
 def no_effect_fields(low: str) -> Fields:
     out: Fields = {}
-    e = rx.search(
-        rf"{L}{_NUM}{SEP}epochs?{R}|{L}(?:num{SEP}train{SEP}epochs|num{SEP}epochs|epochs?){_IS}{_NUM}(?![0-9a-z])"
-        rf"|(?:训练|跑)?\s*{_NUM}\s*(?:个)?\s*(?:epoch|轮)|(?:训练轮数|轮数|epoch数)\s*(?:为|=|是)?\s*{_NUM}",
-        low,
-    )
+    e = _EPOCHS.search(low)
     if e:
         out["epochs"] = float(next(g for g in e.groups() if g))
-    lr = rx.search(
-        rf"{L}(?:learning{SEP}rate|lr){_IS}(\d+(?:\.\d+)?(?:e-?\d+)?){R}|学习率\s*(?:为|=|是|:)?\s*(\d+(?:\.\d+)?(?:e-?\d+)?)",
-        low,
-    )
+    lr = _LEARNING_RATE.search(low)
     if lr:
         value = float_value(lr.group(1) or lr.group(2))
         if value is not None:
             out["learning_rate"] = value
-    ga = rx.search(
-        rf"{L}(?:gradient{SEP}accumulation(?:{SEP}steps)?|grad{SEP}accum(?:ulation)?(?:{SEP}steps)?|ga{SEP}steps|ga){_IS}(\d+){R}"
-        rf"|{L}accumulat(?:e|ing){SEP}(?:over{SEP})?(\d+){SEP}(?:steps|micro{SEP}batches)|梯度累[积加](?:步数)?\s*(?:为|=|是|:|改成|改为|设为)?\s*(\d+)",
-        low,
-    )
+    ga = _GRAD_ACCUM.search(low)
     if ga:
         out["gradient_accumulation_steps"] = int(next(g for g in ga.groups() if g))
-    w = rx.search(rf"{L}warmup(?:{SEP}steps)?{_IS}(\d+){R}", low)
+    w = _WARMUP.search(low)
     if w:
         out["warmup_steps"] = int(w.group(1))
     return out

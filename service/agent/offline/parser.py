@@ -93,6 +93,10 @@ _FOLLOWUP = rx.compile(
 )
 
 
+_ACTIVE_SIZE = rx.compile(rf"{L}a\d+(?:\.\d+)?b{R}")  # "A3B": the active size of an MoE, not its size
+_COLAB = rx.compile(rf"{L}colab{R}")
+
+
 def parse_question(question: str, language: Language | None = None) -> ParsedQuestion:
     low = normalise(question)
     lang: Language = language or detect_language(question)
@@ -100,7 +104,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
 
     model = find_model(low)
     skip = [(model.start, model.end)] if model else []
-    skip += [(m.start(), m.end()) for m in rx.finditer(rf"{L}a\d+(?:\.\d+)?b{R}", low)]
+    skip += [(m.start(), m.end()) for m in _ACTIVE_SIZE.finditer(low)]
     size = None if model else find_bare_size(low, skip)
     gpu = find_gpu(low)
     if model:
@@ -110,7 +114,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     card = None
     if gpu.gpu:
         fields["gpu"] = gpu.gpu
-    elif rx.search(rf"{L}colab{R}", low):
+    elif _COLAB.search(low):
         fields["gpu"] = "t4"
     else:
         card = find_card_memory(low)
