@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
+from service.agent.copies import copy_with
 from service.agent.fill_text import PLACEHOLDER as PLACEHOLDER  # re-exported: the placeholder pattern
 from service.agent.fill_text import fill, remembered
 from service.agent.prompt_files import load_toml
@@ -72,8 +73,7 @@ def with_english_text(estimate: Estimate) -> Estimate:
     users see keeps them all)."""
     components = [_english_component(c) for c in estimate.components]
     reasons = [
-        a if a.reason else a.model_copy(update={"reason": assumption_text(a, "en")})
-        for a in estimate.assumptions
+        a if a.reason else copy_with(a, {"reason": assumption_text(a, "en")}) for a in estimate.assumptions
     ]
     update: dict[str, Any] = {"assumptions": reasons, "components": components}
     if (
@@ -82,11 +82,11 @@ def with_english_text(estimate: Estimate) -> Estimate:
         update["suggestions"] = [english_suggestion(sg) for sg in estimate.suggestions]
     if estimate.per_gpu.gpu_role is None and estimate.per_gpu.gpu_role_parts:
         role = gpu_role_text(estimate.per_gpu, "en")
-        update["per_gpu"] = estimate.per_gpu.model_copy(update={"gpu_role": role})
+        update["per_gpu"] = copy_with(estimate.per_gpu, {"gpu_role": role})
     read_as = next((a for a in reasons if a.field == "gpu" and a.code in GPU_NAME_READINGS), None)
     if read_as is not None and estimate.gpu.alias_note is None:  # how the GPU name was read, in English
-        update["gpu"] = estimate.gpu.model_copy(update={"alias_note": read_as.reason})
-    return estimate.model_copy(update=update)
+        update["gpu"] = copy_with(estimate.gpu, {"alias_note": read_as.reason})
+    return copy_with(estimate, update)
 
 
 def _english_component(c: Component) -> Component:
@@ -96,4 +96,4 @@ def _english_component(c: Component) -> Component:
         update["label"] = component_label_text(c, "en")
     if c.note_code and not c.note:
         update["note"] = component_note_text(c, "en")
-    return c.model_copy(update=update) if update else c
+    return copy_with(c, update) if update else c

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from service.agent.copies import copy_with
 from service.agent.prompt_files import load_toml
 from service.agent.templating import split, substitute
 from tools.result import Suggestion
@@ -77,4 +78,4 @@ def english_suggestion(sg: Suggestion) -> Suggestion:
         update["change"] = change_words(sg, "en")
     if sg.rationale is None and sg.fidelity_rank is not None:
         update["rationale"] = rationale_words(sg, "en")
-    return sg.model_copy(update=update) if update else sg
+    return copy_with(sg, update) if update else sg
