@@ -65,3 +65,13 @@ def test_a_model_with_private_state_goes_through_model_copy() -> None:
     m._seen.append(1)
     copied = copy_with(m, {"a": 2})
     assert copied.a == 2 and copied._seen == [1] and m.a == 1
+
+
+def test_the_fields_set_grow_by_the_update_as_model_copy_does() -> None:
+    class Plain(BaseModel):
+        a: int
+        b: str = "x"
+
+    m = Plain(a=1)
+    assert _state(copy_with(m, {"b": "y"})) == _state(m.model_copy(update={"b": "y"}))
+    assert copy_with(m, {"b": "y"}).model_dump(exclude_unset=True) == {"a": 1, "b": "y"}
