@@ -55,6 +55,7 @@ def _fill(language: str, section: str, key: str, **values: Any) -> str:
     return substitute(_tpl_pieces(language, section, key), values)
 
 
+@lru_cache(maxsize=64)
 def _labels(language: str, section: str) -> Mapping[str, Any]:
     """A table of labels.toml (the parsed file's own: read-only)."""
     table: Mapping[str, Any] = load_toml(_lang(language), "labels.toml").get(section, _NO_LABELS)

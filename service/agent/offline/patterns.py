@@ -133,8 +133,12 @@ class Prefiltered:
         return self._pattern.fullmatch(text, *args)
 
     def finditer(self, text: str, *args: Any) -> Iterator[re.Match[str]]:
-        if not args and not self._possible(text):
-            return iter(())
+        if not args:  # `_possible`, inlined (the model and task rules try each of theirs on every question)
+            for literal in self._literals:
+                if literal in text:
+                    break
+            else:
+                return iter(())
         return self._pattern.finditer(text, *args)
 
     def findall(self, text: str, *args: Any) -> list[Any]:
