@@ -101,6 +101,8 @@ def test_equal_values_of_other_types_are_said_their_own_way() -> None:
         assert fill("${a}", {"a": 1}) == "1"
         assert fill("${a}", {"a": True}) == "True"
         assert fill("${a}", {"a": [1000, 2]}) == "1,000, 2"
+        assert fill("${a}", {"a": 0.0}) == "0"
+        assert fill("${a}", {"a": -0.0}) == "-0"
 
 
 def test_remembered_texts_keep_the_types_of_equal_values() -> None:

@@ -36,14 +36,15 @@ def value_text(name: str, value: Any, joiner: str = ", ") -> str:
     return str(value)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+# values whose equal keys are said alike once their type is known (not float: 0.0 and -0.0 are equal keys)
+_SCALARS = frozenset({str, int, bool, type(None)})
 T = TypeVar("T")
 
 
 def remembered(said: Callable[[str, dict[str, Any], str], T]) -> Callable[[str, dict[str, Any], str], T]:
     """`said(name, values, language_or_joiner)` (a text of templates that never change), remembered when every
-    value is plain (str, int, float, bool, None): the same few defaults and labels recur from answer to answer.
-    The values' types are part of the key (1, 1.0 and True are equal keys, and are said differently)."""
+    value is plain (str, int, bool, None): the same few defaults and labels recur from answer to answer.
+    The values' types are part of the key (1 and True are equal keys, and are said differently)."""
 
     @lru_cache(maxsize=4096)
     def of_plain(name: str, items: tuple[tuple[str, Any], ...], types: tuple[type, ...], last: str) -> T:
