@@ -34,7 +34,11 @@ _BY_IDENTITY: set[type] = set()  # types whose values could not be hashed: keyed
 
 @contextmanager
 def memo_scope() -> Iterator[None]:
-    """A fresh memo for the calls made inside the block."""
+    """A memo for the calls made inside the block: a fresh one, or the enclosing block's (a planner search
+    shares one memo across its candidates; every entry stays sound for as long as the memo lives)."""
+    if _SCOPE.get() is not None:
+        yield
+        return
     token = _SCOPE.set({})
     try:
         yield
@@ -67,6 +71,36 @@ def _arguments_key(kwargs: dict[str, Any], keep: list[object]) -> tuple[object, 
         kind = type(value)
         out.append((name, kind, value) if kind in _PLAIN else (name, _key(value, keep)))
     return tuple(out)
+
+
+_MISS = object()
+
+
+def memo_args(fn: F) -> F:
+    """Memoise a pure function `fn(*args, **kwargs)` inside a memo scope, keyed by its arguments (`_key`:
+    scalars with their type, other hashable values by value, the rest by identity, kept alive by the
+    memo). Outside a scope every call runs as before."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        table = _SCOPE.get()
+        if table is None:
+            return fn(*args, **kwargs)
+        keep: list[object] = []
+        call = (
+            fn,
+            tuple((type(a), a) if type(a) in _PLAIN else _key(a, keep) for a in args),
+            _arguments_key(kwargs, keep),
+        )
+        got = table.get(call, _MISS)
+        if got is _MISS:
+            got = fn(*args, **kwargs)
+            table[call] = got
+            if keep:
+                table[(call, "keep")] = keep
+        return got
+
+    return wrapper  # type: ignore[return-value]
 
 
 def memo_same_input(fn: F) -> F:

@@ -65,7 +65,7 @@ def peak_for(rs: ResolvedScenario) -> Peak:
     """The peak of a resolved scenario, without the verdict, notes or planner (tools.no_effect compares
     peaks of variants of one scenario with it: estimate() itself would recurse into the notes)."""
     fp = footprint_for(rs)
-    phase_components = {ph: fp.components_at(ph) for ph in fp.phases}
+    phase_components = fp.components_by_phase()
     peak_phase, tensors, phases = peak_of(phase_components)
     tensor_peak = sum(c.bytes for c in tensors)
     overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
@@ -258,7 +258,7 @@ def _engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str) -> EngineInputs:
         num_heads=arch.num_attention_heads,
         overhead_bytes=overhead,
         gpu_memory_utilization=rs.gpu_memory_utilization,
-        fraction_stated=not any(a.field == "gpu_memory_utilization" for a in rs.assumptions),
+        fraction_stated=not rs.assumed("gpu_memory_utilization"),
         max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
         max_model_len=arch.max_position_embeddings,
     )

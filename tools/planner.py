@@ -43,6 +43,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tools.call_memo import memo_scope
 from tools.errors import ScenarioError
 from tools.estimator import Fit
 from tools.result import Estimate, Suggestion
@@ -618,7 +619,7 @@ class _Search:
     resolved_cache: dict[Hashable, Scenario] = field(default_factory=dict)
     heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int], Any]] = field(default_factory=dict)
     valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
-    validated: dict[tuple[str, str], Any] = field(default_factory=dict)  # field values validated so far
+    validated: dict[Hashable, Any] = field(default_factory=dict)  # field values validated so far
 
     def run(self, changes: dict[str, Any]) -> Fit | None:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
@@ -882,13 +883,14 @@ def plan(
         base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
     )
     stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
-    found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
-    kept = _Suggestions(base.scenario, search.stated)
-    _gpu_count_suggestion(kept, base, found)
-    if not base.fits:
-        _single_levers(search, kept)
-        _ladders(search, kept)
-        _more_gpus(search, kept, found, stated_fields, limit)
+    with memo_scope():  # the candidates share their pure steps (tools/call_memo.py)
+        found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
+        kept = _Suggestions(base.scenario, search.stated)
+        _gpu_count_suggestion(kept, base, found)
+        if not base.fits:
+            _single_levers(search, kept)
+            _ladders(search, kept)
+            _more_gpus(search, kept, found, stated_fields, limit)
     min_gpus_changes: dict[str, Any] | None = None
     if found is not None:
         min_gpus_changes = {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])

@@ -11,6 +11,7 @@ Freeze tuning (LLaMA-Factory `freeze_trainable_layers`): the last N decoder laye
 
 from __future__ import annotations
 
+from tools.call_memo import memo_args
 from tools.errors import ScenarioError
 from tools.model.architecture import LinearShape, ParamBreakdown
 from tools.rules.optimizers import TrainableSpec
@@ -113,6 +114,7 @@ def hidden_of(params: ParamBreakdown) -> int:
     return params.linears[0].in_features if params.linears else 1
 
 
+@memo_args  # every full fine-tuning candidate of a planner search
 def full_trainable(params: ParamBreakdown, hidden: int) -> TrainableSpec:
     """Every parameter trainable: linears, embeddings and LM head as matrices, the rest 1-D."""
     matrices = [(lin.out_features, lin.in_features, lin.count) for lin in params.linears]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tools import calibration as cal
+from tools.call_memo import memo_args
 from tools.model.architecture import Architecture
 
 ATTN_IN_LINEARS = frozenset(
@@ -495,6 +496,7 @@ RECOMPUTE: dict[str, NoRecompute | SelectiveRecompute | FullRecompute] = {
 }
 
 
+@memo_args  # a planner search asks the same stage of many candidates
 def stage_activations(
     arch: Architecture,
     *,
@@ -560,6 +562,7 @@ def inference_transient(
     return total, *texts()
 
 
+@memo_args
 def inference_transient_entry(
     arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
 ) -> tuple[int, Callable[[], tuple[str, str]]]:
