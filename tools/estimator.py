@@ -23,6 +23,7 @@ from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.assumptions import assumption
 from tools.components.savers import saver_assumptions
+from tools.cutoff import OverLimit, cutoff
 from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
@@ -92,7 +93,10 @@ def fit_of(scenario: Scenario) -> Fit:
     """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.rules.overhead.overhead_bytes)."""
-    rs = resolve(scenario)
+    return _fit(resolve(scenario), scenario)
+
+
+def _fit(rs: ResolvedScenario, scenario: Scenario) -> Fit:
     if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
         # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
         est = estimate(scenario, plan=False)
@@ -105,6 +109,27 @@ def fit_of(scenario: Scenario) -> Fit:
         total_bytes=total,
         fits=total <= usable_bytes(rs.gpu.memory_bytes, rs.safety_margin),
     )
+
+
+def verdict_of(scenario: Scenario) -> Fit:
+    """`fit_of(scenario)`, stopped early when a lower bound of the peak already cannot fit (tools/cutoff.py):
+    then `fits` is False and `total_bytes` is that bound with its overhead, not the total (the planner
+    compares the totals of fitting candidates only)."""
+    rs = resolve(scenario)
+    if not rs.training:
+        return _fit(rs, scenario)
+    usable = usable_bytes(rs.gpu.memory_bytes, rs.safety_margin)
+
+    def total_of(tensor_peak: int) -> int:
+        return tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=True)
+
+    try:
+        with cutoff(lambda bound: total_of(bound) > usable):
+            fp = footprint_for(rs)
+    except OverLimit as over:
+        return Fit(scenario=rs.scenario, total_bytes=total_of(over.bound), fits=False)
+    total = total_of(max(_tensor_bytes_by_phase(fp)))
+    return Fit(scenario=rs.scenario, total_bytes=total, fits=total <= usable)
 
 
 def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tools import cutoff
 from tools.components import activations, logits
 from tools.components.autocast import autocast_copies
 from tools.components.dequant import generation_dequant_workspace, training_dequant_workspace
@@ -133,6 +134,8 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     notes: list[Note] = []
     weights = training_weights(ts, notes)
     grads = gradients(ts, notes)
+    master, states = master_weights(ts), optimizer_states(ts)
+    cutoff.check(_resident_bound(ts, [*weights, grads, master, states]))
     temporaries = step_temporaries(ts)
     acts = activations.training_activations(ts)
     loss = logits.loss_logits(ts)
@@ -145,8 +148,8 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     parts = [
         *weights,
         grads,
-        master_weights(ts),
-        optimizer_states(ts),
+        master,
+        states,
         None if tail else temporaries,  # the end of backward replaces the smaller step temporaries
         autocast_copies(ts),
         zero3_gathered(ts),
@@ -157,6 +160,15 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     ]
     parts = saver_parts(ts, parts, notes)  # memory savers, master-weight wrappers, PP schedules
     return footprint(TRAIN_PHASES, parts, ts.lay.gpu_role(ts.stage), notes, ts.stage)
+
+
+def _resident_bound(ts: TrainStep, parts: list[PhasedComponent | None]) -> int:
+    """A lower bound of the step's tensor peak (tools/cutoff.py): its largest phase sum of weights, master
+    weights, optimizer states and gradients, which no later part or memory saver lowers (optimizer in
+    backward frees the gradients: then they are left out)."""
+    if ts.rs.scenario.optimizer_in_backward:
+        parts = [p for p in parts if p is None or p.name != "gradients"]
+    return max(sum(p.bytes_at(ph) for p in parts if p is not None) for ph in TRAIN_PHASES)
 
 
 def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int | None) -> ModelFootprint:

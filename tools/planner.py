@@ -179,16 +179,21 @@ class Candidate:
 def _compose(moves: Iterable[Move]) -> Candidate:
     """Stack moves; a later move removes earlier ones it supersedes (all their fields rewritten by it,
     or named in its `drops`)."""
-    kept: list[Move] = []
-    changes: dict[str, Any] = {}
+    cand = Candidate(moves=())
     for mv in moves:
-        keys = mv.changes.keys() | set(mv.drops)
-        kept = [m for m in kept if not m.changes.keys() <= keys]
-        kept.append(mv)
-        for name in mv.drops:
-            changes.pop(name, None)
-        changes.update(mv.changes)
-    return Candidate(moves=tuple(kept), changes=changes)
+        cand = _extend(cand, mv)
+    return cand
+
+
+def _extend(cand: Candidate, mv: Move) -> Candidate:
+    """`cand` with `mv` stacked on top: `_compose` of its moves and `mv` (one step of the stacking)."""
+    keys = mv.changes.keys() | set(mv.drops)
+    kept = (*(m for m in cand.moves if not m.changes.keys() <= keys), mv)
+    changes = dict(cand.changes)
+    for name in mv.drops:
+        changes.pop(name, None)
+    changes.update(mv.changes)
+    return Candidate(moves=kept, changes=changes)
 
 
 def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
@@ -216,7 +221,7 @@ def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
 def step_time_causes(base: Scenario, changes: dict[str, Any]) -> list[tuple[str, float]]:
     """What slows a step of the changed job vs the base, each cause with its step-time multiplier
     (module docstring, cost model item 3). Cause names are prompts/<lang>/labels.toml [tradeoff] keys."""
-    new = base.model_copy(update=changes)
+    new = base.updated(changes)
     causes: list[tuple[str, float]] = []
     if (new.recompute == "full" and base.recompute != "full") or (
         new.gradient_checkpointing and not base.gradient_checkpointing and base.recompute != "full"
@@ -659,7 +664,7 @@ class _Search:
         key = _changes_key(changes)
         got = self.resolved_cache.get(key)
         if got is None:
-            got = self.resolved_cache[key] = self.base.scenario.model_copy(update=changes)
+            got = self.resolved_cache[key] = self.base.scenario.updated(changes)
         return got
 
     def heads(self, s: Scenario) -> tuple[int, int, int]:
@@ -672,9 +677,11 @@ class _Search:
 
 
 def _changes_key(changes: dict[str, Any]) -> Hashable:
-    """A cache key of `changes`: equal for equal fields and values of equal types; unhashable values
-    (lists) are keyed by the repr of the sorted items."""
-    key = tuple((k, type(v), v) for k, v in sorted(changes.items()))
+    """A cache key of `changes`: equal for equal fields and values of equal types (a list by its items);
+    other unhashable values are keyed by the repr of the sorted items."""
+    key = tuple(
+        [(k, list, *v) if v.__class__ is list else (k, v.__class__, v) for k, v in sorted(changes.items())]
+    )
     try:
         hash(key)
     except TypeError:
@@ -774,6 +781,18 @@ def _min_gpus(
     counts = sorted({1 << k for k in range(top.bit_length()) if 1 << k <= top} | {n0})
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
+    if not fits_as_is and not extra:
+        # the largest count the job can be laid out on first: when even it does not fit, no count does
+        # (the same monotonicity the search rests on) and one probe answers what the search would take
+        # log2(counts) probes for
+        s = search.resolved(extra)
+        heads = search.heads(s)
+        while hi > 0 and counts[hi] != n0 and not _layouts(s, counts[hi], stated_fields, heads):
+            hi -= 1
+        got = _fit_at(search, extra, counts[hi], stated_fields)
+        if got is None:
+            return None
+        best, hi = (counts[hi], got[0], got[1]), hi - 1
     while lo <= hi:
         mid = (lo + hi) // 2
         got = _fit_at(search, extra, counts[mid], stated_fields)
@@ -801,16 +820,14 @@ def _layout_parts(changes: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Fit] | None:
     """Stack levers one by one on `start`; return the first rung that fits (later rungs only cost more)."""
-    moves = list(start)
-    cand = _compose(moves)
-    if moves and (est := search.run(cand.changes)) is not None and est.fits:
+    cand = _compose(start)
+    if start and (est := search.run(cand.changes)) is not None and est.fits:
         return cand, est
     for lever in levers:
         mv = lever.move(search.resolved(cand.changes))
         if mv is None:
             continue
-        moves.append(mv)
-        cand = _compose(moves)
+        cand = _extend(cand, mv)
         est = search.run(cand.changes)
         if est is not None and est.fits:
             return cand, est
@@ -874,7 +891,7 @@ def plan(
 ) -> PlanResult:
     """Cheapest `limit` changes that fit (ordered by the module's cost model) and min_gpus.
 
-    Candidates are checked with `tools.estimator.fit_of` (the verdict of `estimate(s, plan=False)`);
+    Candidates are checked with `tools.estimator.verdict_of` (the verdict of `estimate(s, plan=False)`);
     with `estimate_fn` (an Estimate per scenario) they are estimated with it instead. The steps: the
     fewest GPUs of the job as stated, then (when it does not fit) single levers, ladders and more GPUs
     with the light levers.
@@ -903,11 +920,11 @@ def plan(
 
 
 def _checker(estimate_fn: Callable[[Scenario], Estimate] | None) -> Callable[[Scenario], Fit]:
-    """How a candidate is checked: `tools.estimator.fit_of`, or the Estimate of `estimate_fn`."""
-    from tools.estimator import fit_of
+    """How a candidate is checked: `tools.estimator.verdict_of`, or the Estimate of `estimate_fn`."""
+    from tools.estimator import verdict_of
 
     if estimate_fn is None:
-        return fit_of
+        return verdict_of
     given = estimate_fn
 
     def check(s: Scenario) -> Fit:
