@@ -106,13 +106,14 @@ def resolve_model_ref(
             accepted="a catalog model (llama-2-7b, Qwen2.5-7B), a size (7B, 70亿), params, or an HF config",
             code="no_model",
         )
-    if params and ref.params.total and abs(params - ref.params.total) / ref.params.total > 0.02:
+    total = ref.params.total
+    if params and total and abs(params - total) / total > 0.02:
         notes.append(
             note(
                 "params_differ_from_architecture",
                 params=params,
                 model=ref.name,
-                architecture_params=ref.params.total,
+                architecture_params=total,
             )
         )
     return ref, assumptions, notes

@@ -17,12 +17,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline stage: its layers and the micro-batches in flight on it."""
+class Stage(NamedTuple):
+    """One pipeline stage: its layers and the micro-batches in flight on it (an immutable value)."""
 
     index: int
     num_stages: int
@@ -39,9 +38,9 @@ class Stage:
         return self.index == self.num_stages - 1
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How the job is spread over its GPUs: TP, PP, CP, EP, ZeRO stage and offload."""
+class Layout(NamedTuple):
+    """How the job is spread over its GPUs: TP, PP, CP, EP, ZeRO stage and offload (an immutable value,
+    made once per candidate of a planner search and a key of its memo: a named tuple)."""
 
     num_gpus: int = 1
     tp: int = 1
