@@ -77,27 +77,32 @@ _MISS = object()
 
 
 def memo_args(fn: F) -> F:
-    """Memoise a pure function `fn(*args, **kwargs)` inside a memo scope, keyed by its arguments (`_key`:
-    scalars with their type, other hashable values by value, the rest by identity, kept alive by the
-    memo). Outside a scope every call runs as before."""
+    """Memoise a pure function `fn(*args, **kwargs)` inside a memo scope, keyed by its arguments: hashable
+    ones by value with their type (1, 1.0 and True differ; a tuple's items by value), any argument that
+    cannot be hashed makes the whole key `_key`'s (such values by identity, kept alive by the memo).
+    Outside a scope every call runs as before."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         table = _SCOPE.get()
         if table is None:
             return fn(*args, **kwargs)
-        keep: list[object] = []
-        call = (
-            fn,
-            tuple((type(a), a) if type(a) in _PLAIN else _key(a, keep) for a in args),
-            _arguments_key(kwargs, keep),
-        )
-        got = table.get(call, _MISS)
-        if got is _MISS:
-            got = fn(*args, **kwargs)
-            table[call] = got
-            if keep:
+        # the arguments themselves with their types (the key holds them: nothing is freed and reused)
+        call: Any = (fn, args, tuple(map(type, args)), *kwargs.items(), tuple(map(type, kwargs.values())))
+        try:
+            got = table.get(call, _MISS)
+        except TypeError:  # an argument that cannot be hashed: keyed as `_key` says
+            keep: list[object] = []
+            call = (
+                fn,
+                tuple((type(a), a) if type(a) in _PLAIN else _key(a, keep) for a in args),
+                _arguments_key(kwargs, keep),
+            )
+            got = table.get(call, _MISS)
+            if got is _MISS:
                 table[(call, "keep")] = keep
+        if got is _MISS:
+            got = table[call] = fn(*args, **kwargs)
         return got
 
     return wrapper  # type: ignore[return-value]

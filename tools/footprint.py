@@ -65,7 +65,6 @@ from tools.components.step import ModelStep, TrainStep
 from tools.components.weights import stored_weights, training_weights
 from tools.components.zero3 import zero3_gathered
 from tools.notes import Note
-from tools.rules.activations import inference_transient_entry
 from tools.rules.optimizers import TrainableSpec
 from tools.rules.quant import WeightFormat
 
@@ -180,10 +179,10 @@ def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int 
     seqs = kv_sequences or ms.batch
     act_b = ms.fmt.compute_bytes
     transient = {
-        "prefill": inference_transient_entry(
-            ms.arch, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp
+        "prefill": activations.transient_entry(
+            ms.model, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp
         ),
-        "decode": inference_transient_entry(ms.arch, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp),
+        "decode": activations.transient_entry(ms.model, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp),
     }
     parts = [
         *stored_weights(ms, GENERATE_PHASES),
@@ -198,8 +197,8 @@ def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int 
 def forward_footprint(ms: ModelStep, all_positions: bool) -> ModelFootprint:
     """A frozen no-grad forward over batch x seq (reference / reward scoring)."""
     rs, lay = ms.rs, ms.lay
-    tr = inference_transient_entry(
-        ms.arch, b=ms.batch, s=ms.seq, act_bytes=ms.fmt.compute_bytes, flash=rs.flash, tp=lay.tp
+    tr = activations.transient_entry(
+        ms.model, b=ms.batch, s=ms.seq, act_bytes=ms.fmt.compute_bytes, flash=rs.flash, tp=lay.tp
     )
     parts = [
         *stored_weights(ms, FORWARD_PHASES),

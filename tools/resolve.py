@@ -155,7 +155,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     gmu, margin = memory_reservation(sc, training, f)
     layout = pipeline_layout(sc, parallel, f)
     return ResolvedScenario(
-        scenario=sc.model_copy(update=f.changes),
+        scenario=sc.updated(f.changes),
         model=ref,
         gpu=gpu,
         gpu_alias_note=alias_note,

@@ -62,11 +62,12 @@ max_new_tokens = seq_len // 2 (GRPO without lengths: 256 of 512 + 256), rollout_
 from __future__ import annotations
 
 from tools import calibration as cal
+from tools import cutoff
 from tools.assumptions import Said, said
 from tools.call_memo import memo_same_input, memo_scope
 from tools.components.phased import derived
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
-from tools.model.lora import lora_trainable
+from tools.model.lora import lora_spec
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
 
@@ -100,6 +101,7 @@ PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimi
     ("gradients",) if cal.GRADS_RESIDENT_ALL_STEP else ()
 )
 STATIC_PARTS = ("weights", "quant_metadata")
+PERSISTENT_STATE_PARTS = ("weights", "quant_metadata", "master_weights", "optimizer_states")
 
 # Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
 # per-model footprints are made without one: the reference, reward and critic forwards of one model over
@@ -355,6 +357,12 @@ def _trained(
     return tr, parts
 
 
+def _persistent_bytes(fp: ModelFootprint) -> int:
+    """What a trained model holds in every phase of its step whatever the phase: its weights, master
+    weights and optimizer states (the same bytes at each training phase)."""
+    return sum(p.bytes_at("optimizer_step") for p in fp.parts if p.name in PERSISTENT_STATE_PARTS)
+
+
 def _actor_rollout(
     rs: ResolvedScenario,
     train_fp: ModelFootprint,
@@ -422,10 +430,10 @@ def _ppo(rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[
     critic_trainable = None
     if rs.adapters:  # OpenRLHF: --lora_rank applies to actor and critic
         sc = rs.scenario
-        critic_trainable = lora_trainable(
-            critic_ref.params, sc.lora_rank or 8, sc.lora_targets or ["q_proj", "v_proj"], dora=sc.dora
+        critic_trainable = lora_spec(
+            critic_ref.params, sc.lora_rank or 8, sc.lora_targets or ["q_proj", "v_proj"], sc.dora
         )
-    _, critic_parts = _trained(
+    critic_fp, critic_parts = _trained(
         rs,
         critic_ref,
         "critic",
@@ -438,6 +446,8 @@ def _ppo(rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[
         logps_positions=0,
     )
     parts += critic_parts
+    # actor and critic keep their weights and optimizer states in every phase: a lower bound of the peak
+    cutoff.check(_persistent_bytes(actor_fp) + _persistent_bytes(critic_fp))
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
     # critic values over the rollouts: a no-grad forward (its weights are already counted as persistent)
     critic_fwd = _model_footprint(

@@ -149,8 +149,9 @@ def phased(
 ) -> PhasedComponent | None:
     """The component (`label`: its label code, filled by `label_values`), or None when it holds no
     bytes at any phase (nothing to show)."""
-    if any(v[0] > 0 for v in at.values()):
-        return PhasedComponent(name, label, cite(source), at, role, note_code, tuple(label_values.items()))
+    for entry in at.values():
+        if entry[0] > 0:
+            return PhasedComponent(name, label, cite(source), at, role, note_code, tuple(label_values.items()))
     return None
 
 

@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from tools.scenario import Scenario
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ModelRef:
-    """One model of the job: its name, architecture and exact parameter breakdown."""
+    """One model of the job: its name, architecture and exact parameter breakdown. Compared and hashed by
+    identity (each is made once per model name and reused: tools/call_memo.py keys on it)."""
 
     id: str
     name: str

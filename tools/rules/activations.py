@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tools import calibration as cal
-from tools.call_memo import memo_args
 from tools.model.architecture import Architecture
 
 ATTN_IN_LINEARS = frozenset(
@@ -498,7 +497,6 @@ RECOMPUTE: dict[str, NoRecompute | SelectiveRecompute | FullRecompute] = {
 }
 
 
-@memo_args  # a planner search asks the same stage of many candidates
 def stage_activations(
     arch: Architecture,
     *,
@@ -564,7 +562,6 @@ def inference_transient(
     return total, *texts()
 
 
-@memo_args
 def inference_transient_entry(
     arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
 ) -> tuple[int, Callable[[], tuple[str, str]]]:

@@ -22,11 +22,10 @@ def allocator_slack_bytes(tensor_peak_bytes: int) -> int:
 
 def overhead_bytes(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> int:
     """The sum of `overhead_components` (same terms), without building them: what the planner compares."""
-    groups = layout.communicators(training=training)
     return (
         cal.CUDA_CONTEXT_BYTES
         + allocator_slack_bytes(tensor_peak_bytes)
-        + len(groups) * cal.NCCL_BYTES_PER_COMMUNICATOR
+        + layout.communicator_count(training=training) * cal.NCCL_BYTES_PER_COMMUNICATOR
     )
 
 

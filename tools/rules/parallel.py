@@ -104,6 +104,11 @@ class Layout(NamedTuple):
                 parts.append({"code": "dp_rank", "values": {"of": self.dp}})
         return tuple(parts) or ({"code": "single_gpu", "values": {}},)
 
+    def communicator_count(self, *, training: bool) -> int:
+        """len(communicators(training=training)), without naming them (what the planner sums)."""
+        n = (self.tp > 1) + (self.pp > 1) + (self.cp > 1) + (self.ep > 1)
+        return n + (1 if training and self.dp > 1 else 0)
+
     def communicators(self, *, training: bool) -> list[str]:
         """Process groups that allocate NCCL buffers on this GPU."""
         groups = []
