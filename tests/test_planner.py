@@ -357,3 +357,42 @@ def test_a_job_that_fits_with_a_stated_layout_gets_its_own_count_as_min_gpus() -
     assert (
         plan(estimate(Scenario(model="llama-2-7b", task="lora", gpu="a100-80gb"), plan=False)).evaluated == 0
     )
+
+
+def _probed_counts(base: Scenario) -> list[int]:
+    """The GPU counts at which the planner checked the job as stated (no other change than a layout)."""
+    from tools import planner as planner_module
+
+    counts: list[int] = []
+    real = planner_module._Search.run
+
+    def run(self: planner_module._Search, changes: dict) -> object:
+        if (
+            set(changes) <= {"num_gpus", "tp", "pp", "zero_stage", "sequence_parallel"}
+            and "num_gpus" in changes
+        ):
+            counts.append(changes["num_gpus"])
+        return real(self, changes)
+
+    planner_module._Search.run = run  # type: ignore[method-assign]
+    try:
+        plan(estimate(base, plan=False))
+    finally:
+        planner_module._Search.run = real  # type: ignore[method-assign]
+    return counts
+
+
+def test_a_job_that_fits_on_no_count_is_answered_by_the_largest_count_alone() -> None:
+    # no checkpointing, batch 8 x 4096: the activations alone exceed a 4090 however many GPUs share the rest
+    result = plan(estimate(FULL_FT_ON_4090, plan=False))
+    assert result.min_gpus is None
+    assert set(_probed_counts(FULL_FT_ON_4090)) == {1024}  # both layouts at 1024 GPUs, then no search
+
+
+def test_a_count_with_no_layout_is_not_taken_for_a_job_that_does_not_fit() -> None:
+    # serving llama-2-7b at 1024 GPUs would need PP = 128 stages of its 32 layers: no layout there, so the
+    # first probe is the largest count that has one; the search then finds TP = 2
+    s = Scenario(model="llama-2-7b", task="inference", gpu="4090", num_gpus=1, batch_size=8)
+    result = plan(estimate(s, plan=False))
+    assert (result.min_gpus, result.min_gpus_changes) == (2, {"num_gpus": 2, "tp": 2, "pp": 1})
+    assert max(_probed_counts(s)) == 256  # TP 8 x PP 32: the largest count the 32 layers can be laid out on

@@ -1,20 +1,25 @@
 """Calls repeated with the same inputs inside one computation, made once.
 
-An RL job composes several footprints of the same resolved scenario, and with the critic and reward
-model defaulting to the policy's, several of them are the same call: the reference's, the reward
-model's and the critic's no-grad forwards over the rollouts, and (full fine-tuning) the actor's and the
-critic's training steps. `memo_same_input(fn)` memoises such a pure function inside a `memo_scope()`:
+Two memos share a `memo_scope()` (one per RL estimate, one per planner search: a search's scope is kept by
+the RL estimates inside it, so its candidates share their steps):
 
-- key: the identity of the first argument and the keyword arguments (same type and value: 1, 1.0 and
-  True differ in a formula's text; values that cannot be hashed, such as the catalog's model references,
-  by identity, held by the memo so that an identity is not reused);
-- an entry is used only while none of the first argument's attributes has been reassigned since it was
-  made (each attribute is the same object as then), so filling a default between two calls is seen;
-- no memo outlives its scope, and outside a scope every call runs as before.
+- `memo_same_input(fn)`: an RL job composes several footprints of the same resolved scenario, and with
+  the critic and reward model defaulting to the policy's, several of them are the same call (the
+  reference's, the reward model's and the critic's no-grad forwards over the rollouts; with full
+  fine-tuning the actor's and the critic's training steps). Key: the identity of the first argument and
+  the keyword arguments (same type and value: 1, 1.0 and True differ in a formula's text; values that
+  cannot be hashed, such as the catalog's model references, by identity, held by the memo so that an
+  identity is not reused); an entry is used only while none of the first argument's attributes has been
+  reassigned since it was made (each attribute is the same object as then), so filling a default between
+  two calls is seen.
+- `memo_args(fn)`: a pure function of its arguments (stage activations, a GPU's slice of the model, a
+  trainable set), keyed by the arguments themselves with their types: the candidates of a planner search
+  ask it with the same arguments again and again.
 
-Results are shared between callers: they must be immutable (ModelFootprint and PhasedComponent are frozen).
-A memo across the candidates of a planner search, keyed on the fields each call reads, was measured here
-and cost more (recording every read, hashing the layouts) than the footprints it saved.
+No memo outlives its scope, and outside a scope every call runs as before. Results are shared between
+callers: they must be immutable (ModelFootprint and PhasedComponent are named tuples, the rules' results
+frozen). A memo keyed on every field each call reads, recorded per call, was measured here and cost more
+(recording every read, hashing the layouts) than the footprints it saved.
 """
 
 from __future__ import annotations
