@@ -10,7 +10,8 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    stops at its first rung that fits: later rungs only cost more.
 3. More GPUs: for the job's strategy and for the cheapest ladders, a binary search over powers of
    two (1 .. `max_gpus`) on the GPU count, since per-GPU memory never grows with more GPUs under
-   ZeRO-3 / TP sharding.
+   ZeRO-3 / TP sharding. When the job does not fit as asked, the largest count it can be laid out on
+   is probed first: if even that does not fit, no count does, and the search ends there.
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
    fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
    worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
@@ -18,10 +19,12 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered
    only when the job fits as asked on more GPUs than it needs; more GPUs only beyond the asked count.
 5. `PlanResult.min_gpus_changes`: the min_gpus layout ({} = as stated), read by tools.estimator.
-Every candidate is checked with `tools.estimator.fit_of(candidate)`: the total and verdict of
+Every candidate is checked with `tools.estimator.verdict_of(candidate)`: the total and verdict of
 `estimate(candidate, plan=False)` without its components, notes or serving capacity (a candidate is
-compared, never shown); candidates the estimator rejects (ScenarioError: e.g. TP not dividing the
-heads) are skipped.
+compared, never shown), stopped as soon as the weights and optimizer states it must hold already
+cannot fit (tools/cutoff.py; the total of a candidate that does not fit is never compared); candidates
+the estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped. The candidates of
+one search share their pure steps (a `tools.call_memo.memo_scope` around the search).
 
 Cost model (documented ordering; lower is better, compared in this order):
 1. GPUs: fewer first (the hardware bill).
