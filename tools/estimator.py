@@ -363,7 +363,9 @@ def _dropout_extra(rs: ResolvedScenario, tensor_bytes: int) -> int | None:
     """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated)."""
     if rs.task not in ("lora", "qlora") or rs.scenario.lora_dropout is not None:
         return None
-    return peak_for(resolve(rs.scenario.merged(lora_dropout=0.05))).tensor_bytes - tensor_bytes
+    # the peak's tensor bytes straight from the footprint's parts (fit_of's sums): no component texts
+    with_dropout = footprint_for(resolve(rs.scenario.merged(lora_dropout=0.05)))
+    return max(_tensor_bytes_by_phase(with_dropout)) - tensor_bytes
 
 
 def _no_effect(scenario: Scenario) -> list:
