@@ -151,7 +151,9 @@ def phased(
     bytes at any phase (nothing to show)."""
     for entry in at.values():
         if entry[0] > 0:
-            return PhasedComponent(name, label, cite(source), at, role, note_code, tuple(label_values.items()))
+            return PhasedComponent(
+                name, label, cite(source), at, role, note_code, tuple(label_values.items())
+            )
     return None
 
 
