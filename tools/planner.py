@@ -40,9 +40,10 @@ Cost model (documented ordering; lower is better, compared in this order):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -150,8 +151,7 @@ class PlanResult(BaseModel):
     evaluated: int = 0  # estimates run by the search (the speed budget is about this)
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):
     """A concrete change: scenario fields and its code (MOVE_CODES) with `values`. `drops`: fields whose
     earlier moves this one makes moot (e.g. CPU offload of the optimizer makes an 8-bit GPU optimizer moot)."""
 
@@ -160,19 +160,18 @@ class Move:
     fidelity: int = FIDELITY_FULL  # informative; the ranking uses fidelity_rank() on the final changes
     slowdown: float = 1.0
     drops: tuple[str, ...] = ()
-    values: dict[str, Any] = field(default_factory=dict)
+    values: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def part(self) -> dict[str, Any]:
         return {"code": self.code, "values": dict(self.values)}
 
 
-@dataclass
-class Candidate:
+class Candidate(NamedTuple):
     """A stack of moves and the scenario fields they change together."""
 
     moves: tuple[Move, ...]
-    changes: dict[str, Any] = field(default_factory=dict)
+    changes: dict[str, Any]
 
     @property
     def parts(self) -> list[dict[str, Any]]:
@@ -182,7 +181,7 @@ class Candidate:
 def _compose(moves: Iterable[Move]) -> Candidate:
     """Stack moves; a later move removes earlier ones it supersedes (all their fields rewritten by it,
     or named in its `drops`)."""
-    cand = Candidate(moves=())
+    cand = Candidate(moves=(), changes={})
     for mv in moves:
         cand = _extend(cand, mv)
     return cand
@@ -285,8 +284,7 @@ def _dp(s: Scenario) -> int:
     return max(1, (s.num_gpus or 1) // ((s.tp or 1) * (s.pp or 1) * (s.cp or 1)))
 
 
-@dataclass(frozen=True)
-class Checkpointing:
+class Checkpointing(NamedTuple):
     """Lever: gradient checkpointing (full recompute)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -299,8 +297,7 @@ class Checkpointing:
         )
 
 
-@dataclass(frozen=True)
-class EightBitOptimizer:
+class EightBitOptimizer(NamedTuple):
     """Lever: 8-bit AdamW (bitsandbytes) instead of fp32 states."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -311,8 +308,7 @@ class EightBitOptimizer:
         return Move("optimizer_8bit", {"optimizer": "adamw_8bit"}, slowdown=SLOWDOWN_OPTIM_8BIT)
 
 
-@dataclass(frozen=True)
-class ZeroStage:
+class ZeroStage(NamedTuple):
     """Lever: ZeRO stage `stage` over the data-parallel GPUs."""
 
     stage: int
@@ -328,8 +324,7 @@ class ZeroStage:
         )
 
 
-@dataclass(frozen=True)
-class OffloadOptimizer:
+class OffloadOptimizer(NamedTuple):
     """Lever: optimizer states in CPU memory (ZeRO-Offload)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -344,8 +339,7 @@ class OffloadOptimizer:
         )
 
 
-@dataclass(frozen=True)
-class OffloadParams:
+class OffloadParams(NamedTuple):
     """Lever: parameters and optimizer states in CPU memory (ZeRO-3 Infinity)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -360,8 +354,7 @@ class OffloadParams:
         )
 
 
-@dataclass(frozen=True)
-class SmallerMicroBatch:
+class SmallerMicroBatch(NamedTuple):
     """Micro-batch 1 (or halved) with gradient accumulation keeping the global batch."""
 
     target: int | None = None  # None = halve
@@ -389,8 +382,7 @@ class SmallerMicroBatch:
         )
 
 
-@dataclass(frozen=True)
-class UseLora:
+class UseLora(NamedTuple):
     """Lever: LoRA of rank `rank` on a frozen 16-bit base instead of full fine-tuning."""
 
     rank: int = 16
@@ -407,8 +399,7 @@ class UseLora:
         return Move("lora", changes, FIDELITY_LORA, values={"rank": self.rank})
 
 
-@dataclass(frozen=True)
-class UseQlora:
+class UseQlora(NamedTuple):
     """Lever: QLoRA (4-bit NF4 base + LoRA of rank `rank`)."""
 
     rank: int = 16
@@ -437,8 +428,7 @@ class UseQlora:
         )
 
 
-@dataclass(frozen=True)
-class ShorterSequence:
+class ShorterSequence(NamedTuple):
     """Lever: half the sequence length."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -459,8 +449,7 @@ def megatron_layouts(s: Scenario) -> bool:
     return s.precision_recipe == "megatron" or (s.tp or 1) > 1 or (s.pp or 1) > 1 or bool(s.sequence_parallel)
 
 
-@dataclass(frozen=True)
-class TensorParallel:
+class TensorParallel(NamedTuple):
     """Lever: tensor parallelism of `size` GPUs."""
 
     size: int
@@ -474,8 +463,7 @@ class TensorParallel:
         return Move("tp", {"tp": self.size}, slowdown=SLOWDOWN_TP, values={"size": self.size})
 
 
-@dataclass(frozen=True)
-class PipelineParallel:
+class PipelineParallel(NamedTuple):
     """Lever: pipeline parallelism of `size` stages."""
 
     size: int
@@ -490,8 +478,7 @@ class PipelineParallel:
         return Move("pp", {"pp": self.size}, slowdown=bubble, values={"size": self.size})
 
 
-@dataclass(frozen=True)
-class KvDtype8:
+class KvDtype8(NamedTuple):
     """Lever: an fp8 KV cache (serving)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -500,8 +487,7 @@ class KvDtype8:
         return Move("kv_fp8", {"kv_dtype": "fp8"}, FIDELITY_LORA)
 
 
-@dataclass(frozen=True)
-class QuantizedWeights:
+class QuantizedWeights(NamedTuple):
     """Lever: weights quantised to `dtype` (fp8, int8 or int4) for inference."""
 
     dtype: str  # fp8, int8 or int4
@@ -524,8 +510,7 @@ class QuantizedWeights:
         return Move("weights_int8", {"weight_dtype": "int8", "quant_method": "bnb"}, 1)
 
 
-@dataclass(frozen=True)
-class LossSaver:
+class LossSaver(NamedTuple):
     """Chunked cross-entropy (torchtune) or Liger's fused linear cross-entropy: no full fp32 logits."""
 
     kind: str  # chunked | fused_linear
@@ -540,8 +525,7 @@ class LossSaver:
         return Move(code, {"cross_entropy": self.kind}, slowdown=slow)
 
 
-@dataclass(frozen=True)
-class OptimizerInBackward:
+class OptimizerInBackward(NamedTuple):
     """torchtune optimizer_in_bwd: gradients freed per parameter (not with gradient accumulation)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -556,8 +540,7 @@ class OptimizerInBackward:
         )
 
 
-@dataclass(frozen=True)
-class ActivationOffloading:
+class ActivationOffloading(NamedTuple):
     """Checkpointed layer inputs in CPU memory (torchtune enable_activation_offloading)."""
 
     def move(self, s: Scenario) -> Move | None:
