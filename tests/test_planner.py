@@ -390,9 +390,14 @@ def test_a_job_that_fits_on_no_count_is_answered_by_the_largest_count_alone() ->
 
 
 def test_a_count_with_no_layout_is_not_taken_for_a_job_that_does_not_fit() -> None:
-    # serving llama-2-7b at 1024 GPUs would need PP = 128 stages of its 32 layers: no layout there, so the
-    # first probe is the largest count that has one; the search then finds TP = 2
+    # serving llama-2-7b at 1024 GPUs would need PP = 128 stages of its 32 layers: no layout there; the
+    # search finds TP = 2 (serving probes no largest count first: it nearly always fits on some count)
     s = Scenario(model="llama-2-7b", task="inference", gpu="4090", num_gpus=1, batch_size=8)
     result = plan(estimate(s, plan=False))
     assert (result.min_gpus, result.min_gpus_changes) == (2, {"num_gpus": 2, "tp": 2, "pp": 1})
-    assert max(_probed_counts(s)) == 256  # TP 8 x PP 32: the largest count the 32 layers can be laid out on
+    assert 256 not in _probed_counts(s) and 1024 not in _probed_counts(s)
+    # a stated PP of 3 lays the job out on multiples of 3 only: the largest count probed first is its own
+    s = FULL_FT_ON_4090.merged(num_gpus=3, pp=3)
+    result = plan(estimate(s, plan=False))
+    assert result.min_gpus is None
+    assert _probed_counts(s) == [3]

@@ -767,10 +767,11 @@ def _min_gpus(
     counts = sorted({1 << k for k in range(top.bit_length()) if 1 << k <= top} | {n0})
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
-    if not fits_as_is and not extra:
-        # the largest count the job can be laid out on first: when even it does not fit, no count does
-        # (the same monotonicity the search rests on) and one probe answers what the search would take
-        # log2(counts) probes for
+    if not fits_as_is and not extra and search.base.scenario.task != "inference":
+        # training: the largest count the job can be laid out on first: when even it does not fit, no count
+        # does (the same monotonicity the search rests on) and one probe answers what the search would take
+        # log2(counts) probes for. Activations that no sharding splits make that common in training;
+        # serving nearly always fits on some count (TP and PP split its weights), so it is not tried there.
         s = search.resolved(extra)
         heads = search.heads(s)
         while hi > 0 and counts[hi] != n0 and not _layouts(s, counts[hi], stated_fields, heads):
