@@ -401,3 +401,25 @@ def test_a_count_with_no_layout_is_not_taken_for_a_job_that_does_not_fit() -> No
     result = plan(estimate(s, plan=False))
     assert result.min_gpus is None
     assert _probed_counts(s) == [3]
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        Scenario(model="llama-2-7b", task="inference", gpu="4090", num_gpus=1, batch_size=4),
+        Scenario(
+            model="llama-2-13b", task="full_finetune", gpu="a100-80gb", num_gpus=8, batch_size=4, zero_stage=3
+        ),
+    ],
+    ids=["serving", "zero3"],
+)
+def test_single_levers_that_could_never_be_shown_are_not_estimated(s: Scenario, monkeypatch) -> None:
+    from tools import planner as planner_module
+
+    base = estimate(s, plan=False)
+    early = plan(base)
+    monkeypatch.setattr(planner_module._Suggestions, "outranked", lambda self, known, limit: False)
+    full = plan(base)
+    # the same suggestions in the same order, from fewer estimates
+    assert [sg.model_dump() for sg in early.suggestions] == [sg.model_dump() for sg in full.suggestions]
+    assert len(early.suggestions) == 4 and early.evaluated < full.evaluated

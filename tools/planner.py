@@ -39,6 +39,7 @@ Cost model (documented ordering; lower is better, compared in this order):
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -855,12 +856,15 @@ def _prune(search: _Search, cand: Candidate, est: Fit) -> tuple[Candidate, Fit]:
     return cand, est
 
 
-def _cheapest(
-    scored: list[tuple[tuple[Any, ...], Suggestion]], limit: int
-) -> list[tuple[tuple[Any, ...], Suggestion]]:
-    """The `limit` cheapest suggestions (cost key order), dropping what a cheaper kept one dominates."""
+Scored = tuple[tuple[Any, ...], tuple[int, int], Suggestion]  # (cost key, where it was found, suggestion)
+
+
+def _cheapest(scored: list[Scored], limit: int) -> list[tuple[tuple[Any, ...], Suggestion]]:
+    """The `limit` cheapest suggestions (cost key order; of equal keys, the one found first in the
+    search's order: the GPU count, single levers, ladders, more GPUs), dropping what a cheaper kept one
+    dominates."""
     kept: list[tuple[tuple[Any, ...], Suggestion]] = []
-    for key, sg in sorted(scored, key=lambda x: x[0]):
+    for key, _, sg in sorted(scored, key=lambda x: (x[0], x[1])):
         if any(_dominates(k, o, key, sg) for k, o in kept):
             continue
         kept.append((key, sg))
@@ -888,12 +892,14 @@ def plan(
     )
     stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
     with memo_scope():  # the candidates share their pure steps (tools/call_memo.py)
+        # the ladders before the single levers: what they find lets the cheapest-first single levers stop
+        # early (a suggestion's place among equal costs is still the order of the module docstring)
         found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
         kept = _Suggestions(base.scenario, search.stated)
         _gpu_count_suggestion(kept, base, found)
         if not base.fits:
-            _single_levers(search, kept)
             _ladders(search, kept)
+            _single_levers(search, kept, limit)
             _more_gpus(search, kept, found, stated_fields, limit)
     min_gpus_changes: dict[str, Any] | None = None
     if found is not None:
@@ -926,7 +932,23 @@ class _Suggestions:
 
     base: Scenario  # the resolved job: what fidelity and speed are compared with
     stated: Scenario
-    scored: list[tuple[tuple[Any, ...], Suggestion]] = field(default_factory=list)
+    scored: list[Scored] = field(default_factory=list)
+    _bound: tuple[int, tuple[Any, ...] | None] = (0, None)  # (len(scored) when worked out, the bound)
+
+    def outranked(self, known: tuple[Any, ...], limit: int) -> bool:
+        """Could a candidate whose cost key starts with `known` never be shown? True when the `limit`-th
+        cheapest suggestion kept so far costs less on those first terms already."""
+        if len(self.scored) < limit:
+            return False
+        # a lower bound first (dominated suggestions only raise the limit-th): no sort and no dominance
+        # check for the common candidate that could still be shown
+        if known <= heapq.nsmallest(limit, (k for k, _, _ in self.scored))[-1][: len(known)]:
+            return False
+        if self._bound[0] != len(self.scored):
+            cheapest = _cheapest(self.scored, limit)
+            self._bound = (len(self.scored), cheapest[-1][0] if len(cheapest) >= limit else None)
+        bound = self._bound[1]
+        return bound is not None and known > bound[: len(known)]
 
     def add(
         self,
@@ -935,6 +957,8 @@ class _Suggestions:
         est: Fit,
         moves: list[dict[str, Any]] | None = None,
         values: dict[str, Any] | None = None,
+        *,
+        order: tuple[int, int],
     ) -> None:
         """Keep a fitting candidate: `code` (CHANGE_CODES) with its `values`, `moves` (MOVE_CODES parts, in
         order) and, for a GPU-count change, its layout parts; the words are the service's."""
@@ -961,7 +985,7 @@ class _Suggestions:
             fidelity_rank=fid,
             step_time_factor=slow,
         )
-        self.scored.append((key, sg))
+        self.scored.append((key, order, sg))
 
 
 def _gpu_count_suggestion(
@@ -971,20 +995,31 @@ def _gpu_count_suggestion(
     n0 = base.scenario.num_gpus or 1
     if found is not None and found[0] < n0 and base.fits:
         # the user asked for more GPUs than the job needs: say so (never when it does not fit as asked)
-        kept.add("fewer_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
+        kept.add("fewer_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0}, order=(0, 0))
     elif found is not None and found[0] > n0:
-        kept.add("more_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
+        kept.add("more_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0}, order=(0, 0))
 
 
-def _single_levers(search: _Search, kept: _Suggestions) -> None:
-    """Each single lever at the job's GPU count."""
-    for lever in SINGLE_LEVERS:
-        mv = lever.move(kept.base)
+def _single_levers(search: _Search, kept: _Suggestions, limit: int) -> None:
+    """Each single lever at the job's GPU count, cheapest first by the part of its cost key known before
+    it is estimated (GPUs, fidelity, speed: only the memory needs the estimate); once `limit` kept
+    suggestions all cost less than a lever could, that lever and every later one could never be shown,
+    and are not estimated (the issue's "stop early when the cheapest fits are found")."""
+    s = kept.base
+    n0 = s.num_gpus or 1
+    pending = []
+    for index, lever in enumerate(SINGLE_LEVERS):
+        mv = lever.move(s)
         if mv is not None:
             cand = _compose([mv])
-            est = search.run(cand.changes)
-            if est is not None and est.fits:
-                kept.add("moves", cand.changes, est, moves=cand.parts)
+            known = (n0, fidelity_rank(s, cand.changes), round(step_time_factor(s, cand.changes), 3))
+            pending.append((known, index, cand))
+    for known, index, cand in sorted(pending, key=lambda x: (x[0], x[1])):
+        if kept.outranked(known, limit):
+            break
+        est = search.run(cand.changes)
+        if est is not None and est.fits:
+            kept.add("moves", cand.changes, est, moves=cand.parts, order=(1, index))
 
 
 def _ladders(search: _Search, kept: _Suggestions) -> None:
@@ -995,11 +1030,11 @@ def _ladders(search: _Search, kept: _Suggestions) -> None:
     starts: list[tuple[Move, ...]] = [()]
     if s.task != "inference":
         starts += [(mv,) for lever in (UseLora(), UseQlora()) if (mv := lever.move(s)) is not None]
-    for start in starts:
+    for index, start in enumerate(starts):
         res = _ladder(search, start, ladder)
         if res is not None:
             cand, est = _prune(search, res[0], res[1])
-            kept.add("moves", cand.changes, est, moves=cand.parts)
+            kept.add("moves", cand.changes, est, moves=cand.parts, order=(2, index))
 
 
 def _more_gpus(
@@ -1023,11 +1058,13 @@ def _more_gpus(
             groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
     else:
         groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
-    for group in groups:
+    for index, group in enumerate(groups):
         light = [m for lv in group if (m := lv.move(s)) is not None]
         if not light:
             continue
         cand = _compose(light)
         got = _min_gpus(search, cand.changes, stated_fields)
         if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
-            kept.add("moves_on_gpus", got[1], got[2], moves=cand.parts, values={"gpus": got[0]})
+            kept.add(
+                "moves_on_gpus", got[1], got[2], moves=cand.parts, values={"gpus": got[0]}, order=(3, index)
+            )
