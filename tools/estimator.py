@@ -181,6 +181,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         usable_bytes=budget,
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
+        min_gpus_changes=None,
         suggestions=[],
         # what lora_dropout 0.05 would add is one more peak computation: only for planned (answered) estimates
         assumptions=rs.assumptions
