@@ -9,9 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Project metadata first, then the packages it ships (tools, service, prompts); the postgres extra
+# Project metadata and its build hook first, then the packages it ships (tools, service, prompts); the postgres extra
 # brings asyncpg for VRAMWISE_DATABASE_URL=postgresql+asyncpg://...
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md build_hooks.py ./
 COPY tools ./tools
 COPY service ./service
 COPY prompts ./prompts

@@ -11,9 +11,8 @@ PORT ?= 8000
 $(BIN)/vramwise: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	@# editable: a path .pth, and the packages' bytecode written by the build (pyproject.toml, build_hooks.py)
 	$(BIN)/pip install -q -e .
-	@# bytecode once, so the CLI starts fast even where PYTHONDONTWRITEBYTECODE is set
-	$(BIN)/python -m compileall -q tools service prompts >/dev/null
 	@touch $@
 
 install: $(BIN)/vramwise

@@ -4,7 +4,8 @@
 - a full planner search (`estimate(s)` with the planner, on a scenario that does not fit), target 50 ms
   and at most 5 estimates' worth of time (10 for PPO, whose estimates compose four models)
 - `vramwise estimate --scenario FILE --json`: process start to result (subprocess), target 300 ms; also the
-  child's own CPU time (user + system, from getrusage) and its ratio to the workload
+  child's own CPU time (user + system, from getrusage) and its ratio to the workload timed just before and
+  after the processes; the table output and `--no-plan` likewise, the three interleaved run by run
 
 Besides wall times, every in-process figure is printed as CPU time (this thread) and as a ratio to a
 fixed pure-Python workload timed in the same run (`benchmarks/workload.py`), so figures compare
@@ -184,25 +185,52 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(PLAN, f)
         path = f.name
     try:
-        cli, cli_cpu = [], []
-        for _ in range(args.cli_runs):
-            r0, t0 = _children_cpu_ms(), time.perf_counter()
-            proc = subprocess.run(
-                [exe, "estimate", "--scenario", path, "--json"], capture_output=True, text=True
-            )
-            cli.append((time.perf_counter() - t0) * 1000)
-            cli_cpu.append(_children_cpu_ms() - r0)
-            if proc.returncode != 0:
-                print(f"`vramwise estimate` failed (rc {proc.returncode}): {proc.stderr.strip()[:300]}")
-                break
-        print(_line("`vramwise estimate` process", cli, TARGET_CLI_MS))
-        # the child's own CPU time (user + system): what the process costs, whatever else the machine runs
-        c = statistics.median(cli_cpu)
-        print(
-            f"  `vramwise estimate` process CPU   median {c:8.2f} ms (user + system) = {ref.ratio(c):.2f} x workload"
-        )
+        _cli_lines(exe, path, args.cli_runs)
     finally:
         os.unlink(path)
+    return 0
+
+
+# `vramwise estimate` as a user runs it: the planner's job as one Estimate (JSON), as the table, and
+# without the planner's search; the three interleaved run by run
+CLI_FORMS = {
+    "`vramwise estimate` process": ["--json"],
+    "  the same, table": [],
+    "  the same, --no-plan": ["--json", "--no-plan"],
+}
+
+
+def _cli_lines(exe: str, path: str, runs: int) -> None:
+    walls: dict[str, list[float]] = {name: [] for name in CLI_FORMS}
+    cpus: dict[str, list[float]] = {name: [] for name in CLI_FORMS}
+    # the workload timed right before and after the processes: the CPU ratio is to the same moment's unit
+    ref_before = time_workload()
+    for _ in range(runs):
+        for name, extra in CLI_FORMS.items():
+            r0, t0 = _children_cpu_ms(), time.perf_counter()
+            proc = subprocess.run(
+                [exe, "estimate", "--scenario", path, *extra], capture_output=True, text=True
+            )
+            walls[name].append((time.perf_counter() - t0) * 1000)
+            cpus[name].append(_children_cpu_ms() - r0)
+            if proc.returncode != 0:
+                print(f"`vramwise estimate` failed (rc {proc.returncode}): {proc.stderr.strip()[:300]}")
+                return
+    ref_after = time_workload()
+    ref = WorkloadTime(
+        cpu_ms=statistics.median([ref_before.cpu_ms, ref_after.cpu_ms]),
+        wall_ms=statistics.median([ref_before.wall_ms, ref_after.wall_ms]),
+    )
+    print(
+        f"workload around the processes: CPU {ref_before.cpu_ms:.1f} ms before, {ref_after.cpu_ms:.1f} ms "
+        f"after; load average {os.getloadavg()[0]:.2f}"
+    )
+    for name in CLI_FORMS:
+        print(_line(name, walls[name], TARGET_CLI_MS))
+        # the child's own CPU time (user + system): what the process costs, whatever else the machine runs
+        c = statistics.median(cpus[name])
+        print(f"  {'':<32} CPU median {c:8.2f} ms (user + system) = {ref.ratio(c):.2f} x workload")
+
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import tools.rl as rl
-from tools.call_memo import memo_same_input, memo_scope
+from tools.call_memo import memo_args, memo_same_input, memo_scope
 from tools.estimator import estimate
 from tools.scenario import Scenario
 
@@ -98,3 +98,50 @@ def test_ppo_computes_each_distinct_footprint_once(monkeypatch) -> None:
     assert ppo.per_gpu.total_bytes == 297_715_023_872  # as before the memo (golden corpus)
     weights = {c.model_role: c.bytes for c in ppo.components if c.name == "weights"}
     assert weights == dict.fromkeys(("actor", "critic", "reference", "reward"), 13_476_831_232)
+
+
+@memo_args
+def scaled(x: object, *, by: object = 1) -> tuple[object, object]:
+    calls.append(x)
+    return (x, by)
+
+
+def test_memo_args_keys_on_values_and_their_types() -> None:
+    calls.clear()
+    with memo_scope():
+        assert scaled(2, by=1) == (2, 1)
+        assert scaled(2, by=1) == (2, 1)
+        assert len(calls) == 1
+        assert scaled(2, by=1.0)[1].__class__ is float  # equal value, another type: another call
+        assert scaled(2, by=True)[1] is True
+        assert scaled(2.0, by=1)[0].__class__ is float
+        assert len(calls) == 4
+
+
+def test_memo_args_unhashable_arguments_by_identity() -> None:
+    calls.clear()
+    shared: list[int] = [1]
+    with memo_scope():
+        scaled(shared)
+        scaled(shared)
+        scaled([1])  # equal, but another object
+        assert len(calls) == 2
+
+
+def test_memo_args_outside_a_scope_calls_every_time() -> None:
+    calls.clear()
+    scaled(3)
+    scaled(3)
+    assert len(calls) == 2
+
+
+def test_a_nested_scope_shares_the_outer_memo() -> None:
+    calls.clear()
+    with memo_scope():
+        scaled(5)
+        with memo_scope():
+            scaled(5)  # the planner's search scope is kept by an RL estimate's own scope inside it
+        assert len(calls) == 1
+    with memo_scope():
+        scaled(5)  # a new scope: a fresh memo
+    assert len(calls) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -9,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from service.cli import main
 
 VRAMWISE = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
 
@@ -88,6 +92,7 @@ HEAVY = (
     "service.agent.factory",
     "service.settings",
     "service.store",
+    "difflib",  # near-name suggestions, only for a name the catalog does not know
 )
 TRAINING_ONLY_SKIPS = ("tools.serving", "concurrent.futures")
 
@@ -100,8 +105,13 @@ out = io.StringIO()
 with contextlib.redirect_stdout(out):
     rc = main(sys.argv[1:])
 from tools.catalog import models
+from tools import result
+built = sorted(
+    n for n, c in vars(result).items()
+    if getattr(c, "__module__", "") == result.__name__ and getattr(c, "__pydantic_complete__", False)
+)
 print(json.dumps({"rc": rc, "estimate": json.loads(out.getvalue()), "modules": sorted(sys.modules),
-                  "validated_models": models._spec.cache_info().currsize}))
+                  "validated_models": models._spec.cache_info().currsize, "built_result_models": built}))
 """
 
 
@@ -144,6 +154,22 @@ def test_estimate_path_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert "tools.planner" in got["modules"] and "pydantic" in got["modules"]
     assert _loaded(got["modules"], HEAVY + TRAINING_ONLY_SKIPS) == []
     assert got["validated_models"] == 1  # the catalog validates the entry it uses, not all of them
+    # the result models are made with model_construct: only the Estimate, serialised, builds its schema
+    assert got["built_result_models"] == ["Estimate"]
+
+
+def test_in_process_main_leaves_the_collector_as_it_was(tmp_path: Path) -> None:
+    """The estimate's collector settings end with it: a caller that goes on running keeps its collector
+    (the objects are frozen only when the interpreter exits)."""
+    import gc
+
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "llama-2-7b", "task": "inference", "gpu": "4090"}))
+    frozen = gc.get_freeze_count()
+    assert gc.isenabled()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["estimate", "--scenario", str(f), "--json", "--no-plan"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
 def test_the_import_check_sees_a_loaded_module(tmp_path: Path) -> None:

@@ -1,20 +1,23 @@
 """The package as a user installs it: a wheel, and the Docker image's `pip install`, outside the checkout.
 
-Two installs, each into a fresh virtual environment, each run from a folder outside the source tree:
+Three installs, each into a fresh virtual environment, each run from a folder outside the source tree:
 
 - the wheel (`pip wheel .`), which is what `pip install vramwise` gives;
 - the Docker image's content: the files the Dockerfile's `COPY` lines name, copied into a bare build
   context, then the Dockerfile's own `pip install` command run on it (no Docker engine here, so the
-  image's filesystem is rebuilt the way its `RUN` line builds it).
+  image's filesystem is rebuilt the way its `RUN` line builds it);
+- an editable install of a copy of the checkout (`pip install -e .`, what `make install` runs): a path
+  entry with the packages' bytecode written by the build.
 
 The project's dependencies come from the test environment (a `.pth` line onto its site-packages, which
 does not process that folder's own `.pth` files, so the editable checkout never leaks in); only the
-package under test is installed fresh. Each install then answers a question in English and Chinese,
-runs an estimate, and serves one `/v1/chat` stream on loopback.
+package under test is installed fresh. Each of the first two then answers a question in English and
+Chinese, runs an estimate, and serves one `/v1/chat` stream on loopback; the editable one runs an estimate.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -76,13 +79,14 @@ def _fresh_venv(where: Path) -> Path:
     return venv
 
 
-def _pip(venv: Path, *args: str, cwd: Path) -> None:
+def _pip(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
     # the test environment's pip, installing into the fresh venv's prefix
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
+        env=env,
         timeout=600,
         check=False,
     )
@@ -269,3 +273,39 @@ def test_docker_image_content_answers(tmp_path: Path) -> None:
     data = tmp_path / "data"  # the image's WORKDIR /data, outside the installed tree
     data.mkdir()
     _check_installed(venv, data)
+
+
+def test_editable_install_is_a_path_entry_with_bytecode(tmp_path: Path) -> None:
+    """`pip install -e .` as a developer runs it where PYTHONDONTWRITEBYTECODE is set: the checkout is a
+    plain sys.path entry (no import-hook finder imported at every interpreter start) and every module of
+    the packages has the bytecode the build wrote (build_hooks.py), so no process compiles them."""
+    source = _source_copy(tmp_path)
+    venv = _fresh_venv(tmp_path)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    _pip(venv, "install", "--no-deps", "--no-build-isolation", "-e", str(source), cwd=tmp_path, env=env)
+    (purelib,) = (venv / "lib").glob("python*/site-packages")
+    (pth,) = purelib.glob("__editable__*.pth")
+    assert pth.read_text().strip() == str(source)
+    assert not list(purelib.glob("__editable__*finder*.py"))
+    modules = [m for package in PACKAGES for m in (source / package).rglob("*.py")]
+    assert len(modules) > 100
+    uncompiled = [str(m) for m in modules if not Path(importlib.util.cache_from_source(str(m))).is_file()]
+    assert not uncompiled, uncompiled[:5]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    scenario = {"model": "llama-2-7b", "task": "inference", "gpu": "4090", "kv_dtype": "fp16"}
+    est = _run(
+        venv, elsewhere, "estimate", "--scenario", "-", "--json", "--no-plan", stdin=json.dumps(scenario)
+    )
+    assert est.returncode == 0, est.stderr[-3000:]
+    assert json.loads(est.stdout)["serving"]["kv_bytes_per_token"] == 524_288
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import tools; print(tools.__file__)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env=_clean_env(venv),
+        check=True,
+    ).stdout.strip()
+    assert where == str(source / "tools" / "__init__.py")

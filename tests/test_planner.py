@@ -357,3 +357,69 @@ def test_a_job_that_fits_with_a_stated_layout_gets_its_own_count_as_min_gpus() -
     assert (
         plan(estimate(Scenario(model="llama-2-7b", task="lora", gpu="a100-80gb"), plan=False)).evaluated == 0
     )
+
+
+def _probed_counts(base: Scenario) -> list[int]:
+    """The GPU counts at which the planner checked the job as stated (no other change than a layout)."""
+    from tools import planner as planner_module
+
+    counts: list[int] = []
+    real = planner_module._Search.run
+
+    def run(self: planner_module._Search, changes: dict) -> object:
+        if (
+            set(changes) <= {"num_gpus", "tp", "pp", "zero_stage", "sequence_parallel"}
+            and "num_gpus" in changes
+        ):
+            counts.append(changes["num_gpus"])
+        return real(self, changes)
+
+    planner_module._Search.run = run  # type: ignore[method-assign]
+    try:
+        plan(estimate(base, plan=False))
+    finally:
+        planner_module._Search.run = real  # type: ignore[method-assign]
+    return counts
+
+
+def test_a_job_that_fits_on_no_count_is_answered_by_the_largest_count_alone() -> None:
+    # no checkpointing, batch 8 x 4096: the activations alone exceed a 4090 however many GPUs share the rest
+    result = plan(estimate(FULL_FT_ON_4090, plan=False))
+    assert result.min_gpus is None
+    assert set(_probed_counts(FULL_FT_ON_4090)) == {1024}  # both layouts at 1024 GPUs, then no search
+
+
+def test_a_count_with_no_layout_is_not_taken_for_a_job_that_does_not_fit() -> None:
+    # serving llama-2-7b at 1024 GPUs would need PP = 128 stages of its 32 layers: no layout there; the
+    # search finds TP = 2 (serving probes no largest count first: it nearly always fits on some count)
+    s = Scenario(model="llama-2-7b", task="inference", gpu="4090", num_gpus=1, batch_size=8)
+    result = plan(estimate(s, plan=False))
+    assert (result.min_gpus, result.min_gpus_changes) == (2, {"num_gpus": 2, "tp": 2, "pp": 1})
+    assert 256 not in _probed_counts(s) and 1024 not in _probed_counts(s)
+    # a stated PP of 3 lays the job out on multiples of 3 only: the largest count probed first is its own
+    s = FULL_FT_ON_4090.merged(num_gpus=3, pp=3)
+    result = plan(estimate(s, plan=False))
+    assert result.min_gpus is None
+    assert _probed_counts(s) == [3]
+
+
+@pytest.mark.parametrize(
+    "s",
+    [
+        Scenario(model="llama-2-7b", task="inference", gpu="4090", num_gpus=1, batch_size=4),
+        Scenario(
+            model="llama-2-13b", task="full_finetune", gpu="a100-80gb", num_gpus=8, batch_size=4, zero_stage=3
+        ),
+    ],
+    ids=["serving", "zero3"],
+)
+def test_single_levers_that_could_never_be_shown_are_not_estimated(s: Scenario, monkeypatch) -> None:
+    from tools import planner as planner_module
+
+    base = estimate(s, plan=False)
+    early = plan(base)
+    monkeypatch.setattr(planner_module._Suggestions, "outranked", lambda self, known, limit: False)
+    full = plan(base)
+    # the same suggestions in the same order, from fewer estimates
+    assert [sg.model_dump() for sg in early.suggestions] == [sg.model_dump() for sg in full.suggestions]
+    assert len(early.suggestions) == 4 and early.evaluated < full.evaluated

@@ -62,3 +62,14 @@ def test_scenario_level_checks_run_when_every_value_is_known() -> None:
     BASE.merged_checked(known, weight_dtype="exl2", weight_bits=4.65, task="inference")
     with pytest.raises(ValidationError, match="exl2 needs weight_bits"):
         BASE.merged_checked(known, weight_dtype="exl2", task="inference")
+
+
+@pytest.mark.parametrize("changes", CHANGES)
+def test_updated_is_model_copy_with_update(changes: dict) -> None:
+    got, want = BASE.updated(changes), BASE.model_copy(update=changes)
+    assert got.__dict__ == want.__dict__
+    assert got.model_fields_set == want.model_fields_set
+    assert got.__pydantic_extra__ == want.__pydantic_extra__
+    assert got.__pydantic_private__ == want.__pydantic_private__
+    assert BASE.updated(changes) is not BASE  # a copy: the base is unchanged
+    assert BASE.model_fields_set == {"model", "task", "gpu", "num_gpus", "batch_size", "seq_len"}

@@ -94,6 +94,21 @@ ASSUMPTION_CODES: dict[str, tuple[str, ...]] = {
 }
 
 
+# An assumption as the estimator records it: (field, value, code, values). The Assumption objects are made
+# from these only when an estimate is shown (`made`): the planner's candidates never need them.
+Said = tuple[str, object, str, dict[str, object]]
+
+
 def assumption(field: str, value: object, code: str, /, **values: object) -> Assumption:
     """An Assumption of `field` = `value` said by `code` (ASSUMPTION_CODES) with its values; no validation."""
     return Assumption.model_construct(field=field, value=value, code=code, values=values, reason=None)
+
+
+def said(field: str, value: object, code: str, /, **values: object) -> Said:
+    """The record of `assumption(field, value, code, **values)`, made later by `made`."""
+    return (field, value, code, values)
+
+
+def made(records: list[Said]) -> list[Assumption]:
+    """The Assumption objects of `records`, in order."""
+    return [assumption(f, v, c, **values) for f, v, c, values in records]

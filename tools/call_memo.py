@@ -1,20 +1,25 @@
 """Calls repeated with the same inputs inside one computation, made once.
 
-An RL job composes several footprints of the same resolved scenario, and with the critic and reward
-model defaulting to the policy's, several of them are the same call: the reference's, the reward
-model's and the critic's no-grad forwards over the rollouts, and (full fine-tuning) the actor's and the
-critic's training steps. `memo_same_input(fn)` memoises such a pure function inside a `memo_scope()`:
+Two memos share a `memo_scope()` (one per RL estimate, one per planner search: a search's scope is kept by
+the RL estimates inside it, so its candidates share their steps):
 
-- key: the identity of the first argument and the keyword arguments (same type and value: 1, 1.0 and
-  True differ in a formula's text; values that cannot be hashed, such as the catalog's model references,
-  by identity, held by the memo so that an identity is not reused);
-- an entry is used only while none of the first argument's attributes has been reassigned since it was
-  made (each attribute is the same object as then), so filling a default between two calls is seen;
-- no memo outlives its scope, and outside a scope every call runs as before.
+- `memo_same_input(fn)`: an RL job composes several footprints of the same resolved scenario, and with
+  the critic and reward model defaulting to the policy's, several of them are the same call (the
+  reference's, the reward model's and the critic's no-grad forwards over the rollouts; with full
+  fine-tuning the actor's and the critic's training steps). Key: the identity of the first argument and
+  the keyword arguments (same type and value: 1, 1.0 and True differ in a formula's text; values that
+  cannot be hashed, such as the catalog's model references, by identity, held by the memo so that an
+  identity is not reused); an entry is used only while none of the first argument's attributes has been
+  reassigned since it was made (each attribute is the same object as then), so filling a default between
+  two calls is seen.
+- `memo_args(fn)`: a pure function of its arguments (stage activations, a GPU's slice of the model, a
+  trainable set), keyed by the arguments themselves with their types: the candidates of a planner search
+  ask it with the same arguments again and again.
 
-Results are shared between callers: they must be immutable (ModelFootprint and PhasedComponent are frozen).
-A memo across the candidates of a planner search, keyed on the fields each call reads, was measured here
-and cost more (recording every read, hashing the layouts) than the footprints it saved.
+No memo outlives its scope, and outside a scope every call runs as before. Results are shared between
+callers: they must be immutable (ModelFootprint and PhasedComponent are named tuples, the rules' results
+frozen). A memo keyed on every field each call reads, recorded per call, was measured here and cost more
+(recording every read, hashing the layouts) than the footprints it saved.
 """
 
 from __future__ import annotations
@@ -34,7 +39,11 @@ _BY_IDENTITY: set[type] = set()  # types whose values could not be hashed: keyed
 
 @contextmanager
 def memo_scope() -> Iterator[None]:
-    """A fresh memo for the calls made inside the block."""
+    """A memo for the calls made inside the block: a fresh one, or the enclosing block's (a planner search
+    shares one memo across its candidates; every entry stays sound for as long as the memo lives)."""
+    if _SCOPE.get() is not None:
+        yield
+        return
     token = _SCOPE.set({})
     try:
         yield
@@ -67,6 +76,41 @@ def _arguments_key(kwargs: dict[str, Any], keep: list[object]) -> tuple[object, 
         kind = type(value)
         out.append((name, kind, value) if kind in _PLAIN else (name, _key(value, keep)))
     return tuple(out)
+
+
+_MISS = object()
+
+
+def memo_args(fn: F) -> F:
+    """Memoise a pure function `fn(*args, **kwargs)` inside a memo scope, keyed by its arguments: hashable
+    ones by value with their type (1, 1.0 and True differ; a tuple's items by value), any argument that
+    cannot be hashed makes the whole key `_key`'s (such values by identity, kept alive by the memo).
+    Outside a scope every call runs as before."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        table = _SCOPE.get()
+        if table is None:
+            return fn(*args, **kwargs)
+        # the arguments themselves with their types (the key holds them: nothing is freed and reused)
+        call: Any = (fn, args, tuple(map(type, args)), *kwargs.items(), tuple(map(type, kwargs.values())))
+        try:
+            got = table.get(call, _MISS)
+        except TypeError:  # an argument that cannot be hashed: keyed as `_key` says
+            keep: list[object] = []
+            call = (
+                fn,
+                tuple((type(a), a) if type(a) in _PLAIN else _key(a, keep) for a in args),
+                _arguments_key(kwargs, keep),
+            )
+            got = table.get(call, _MISS)
+            if got is _MISS:
+                table[(call, "keep")] = keep
+        if got is _MISS:
+            got = table[call] = fn(*args, **kwargs)
+        return got
+
+    return wrapper  # type: ignore[return-value]
 
 
 def memo_same_input(fn: F) -> F:

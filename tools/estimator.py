@@ -23,6 +23,7 @@ from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
 from tools.assumptions import assumption
 from tools.components.savers import saver_assumptions
+from tools.cutoff import OverLimit, cutoff
 from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
@@ -65,7 +66,7 @@ def peak_for(rs: ResolvedScenario) -> Peak:
     """The peak of a resolved scenario, without the verdict, notes or planner (tools.no_effect compares
     peaks of variants of one scenario with it: estimate() itself would recurse into the notes)."""
     fp = footprint_for(rs)
-    phase_components = {ph: fp.components_at(ph) for ph in fp.phases}
+    phase_components = fp.components_by_phase()
     peak_phase, tensors, phases = peak_of(phase_components)
     tensor_peak = sum(c.bytes for c in tensors)
     overhead = overhead_components(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
@@ -92,7 +93,10 @@ def fit_of(scenario: Scenario) -> Fit:
     """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.rules.overhead.overhead_bytes)."""
-    rs = resolve(scenario)
+    return _fit(resolve(scenario), scenario)
+
+
+def _fit(rs: ResolvedScenario, scenario: Scenario) -> Fit:
     if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
         # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
         est = estimate(scenario, plan=False)
@@ -105,6 +109,27 @@ def fit_of(scenario: Scenario) -> Fit:
         total_bytes=total,
         fits=total <= usable_bytes(rs.gpu.memory_bytes, rs.safety_margin),
     )
+
+
+def verdict_of(scenario: Scenario) -> Fit:
+    """`fit_of(scenario)`, stopped early when a lower bound of the peak already cannot fit (tools/cutoff.py):
+    then `fits` is False and `total_bytes` is that bound with its overhead, not the total (the planner
+    compares the totals of fitting candidates only)."""
+    rs = resolve(scenario)
+    if not rs.training:
+        return _fit(rs, scenario)
+    usable = usable_bytes(rs.gpu.memory_bytes, rs.safety_margin)
+
+    def total_of(tensor_peak: int) -> int:
+        return tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=True)
+
+    try:
+        with cutoff(lambda bound: total_of(bound) > usable):
+            fp = footprint_for(rs)
+    except OverLimit as over:
+        return Fit(scenario=rs.scenario, total_bytes=total_of(over.bound), fits=False)
+    total = total_of(max(_tensor_bytes_by_phase(fp)))
+    return Fit(scenario=rs.scenario, total_bytes=total, fits=total <= usable)
 
 
 def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:
@@ -156,6 +181,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         usable_bytes=budget,
         headroom_bytes=budget - total,
         min_gpus=rs.layout.num_gpus if fits else None,
+        min_gpus_changes=None,
         suggestions=[],
         # what lora_dropout 0.05 would add is one more peak computation: only for planned (answered) estimates
         assumptions=rs.assumptions
@@ -258,7 +284,7 @@ def _engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str) -> EngineInputs:
         num_heads=arch.num_attention_heads,
         overhead_bytes=overhead,
         gpu_memory_utilization=rs.gpu_memory_utilization,
-        fraction_stated=not any(a.field == "gpu_memory_utilization" for a in rs.assumptions),
+        fraction_stated=not rs.assumed("gpu_memory_utilization"),
         max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
         max_model_len=arch.max_position_embeddings,
     )
@@ -338,7 +364,9 @@ def _dropout_extra(rs: ResolvedScenario, tensor_bytes: int) -> int | None:
     """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated)."""
     if rs.task not in ("lora", "qlora") or rs.scenario.lora_dropout is not None:
         return None
-    return peak_for(resolve(rs.scenario.merged(lora_dropout=0.05))).tensor_bytes - tensor_bytes
+    # the peak's tensor bytes straight from the footprint's parts (fit_of's sums): no component texts
+    with_dropout = footprint_for(resolve(rs.scenario.merged(lora_dropout=0.05)))
+    return max(_tensor_bytes_by_phase(with_dropout)) - tensor_bytes
 
 
 def _no_effect(scenario: Scenario) -> list:

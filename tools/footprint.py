@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tools import cutoff
 from tools.components import activations, logits
 from tools.components.autocast import autocast_copies
 from tools.components.dequant import generation_dequant_workspace, training_dequant_workspace
@@ -64,7 +65,6 @@ from tools.components.step import ModelStep, TrainStep
 from tools.components.weights import stored_weights, training_weights
 from tools.components.zero3 import zero3_gathered
 from tools.notes import Note
-from tools.rules.activations import inference_transient_entry
 from tools.rules.optimizers import TrainableSpec
 from tools.rules.quant import WeightFormat
 
@@ -133,6 +133,8 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     notes: list[Note] = []
     weights = training_weights(ts, notes)
     grads = gradients(ts, notes)
+    master, states = master_weights(ts), optimizer_states(ts)
+    cutoff.check(_resident_bound(ts, [*weights, grads, master, states]))
     temporaries = step_temporaries(ts)
     acts = activations.training_activations(ts)
     loss = logits.loss_logits(ts)
@@ -145,8 +147,8 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     parts = [
         *weights,
         grads,
-        master_weights(ts),
-        optimizer_states(ts),
+        master,
+        states,
         None if tail else temporaries,  # the end of backward replaces the smaller step temporaries
         autocast_copies(ts),
         zero3_gathered(ts),
@@ -159,6 +161,15 @@ def train_footprint(ts: TrainStep) -> ModelFootprint:
     return footprint(TRAIN_PHASES, parts, ts.lay.gpu_role(ts.stage), notes, ts.stage)
 
 
+def _resident_bound(ts: TrainStep, parts: list[PhasedComponent | None]) -> int:
+    """A lower bound of the step's tensor peak (tools/cutoff.py): its largest phase sum of weights, master
+    weights, optimizer states and gradients, which no later part or memory saver lowers (optimizer in
+    backward frees the gradients: then they are left out)."""
+    if ts.rs.scenario.optimizer_in_backward:
+        parts = [p for p in parts if p is None or p.name != "gradients"]
+    return max(sum(p.bytes_at(ph) for p in parts if p is not None) for ph in TRAIN_PHASES)
+
+
 def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int | None) -> ModelFootprint:
     """Generation: prefill of prompt_len tokens, then decode up to seq tokens, of kv_sequences sequences."""
     rs, lay = ms.rs, ms.lay
@@ -168,10 +179,10 @@ def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int 
     seqs = kv_sequences or ms.batch
     act_b = ms.fmt.compute_bytes
     transient = {
-        "prefill": inference_transient_entry(
-            ms.arch, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp
+        "prefill": activations.transient_entry(
+            ms.model, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp
         ),
-        "decode": inference_transient_entry(ms.arch, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp),
+        "decode": activations.transient_entry(ms.model, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp),
     }
     parts = [
         *stored_weights(ms, GENERATE_PHASES),
@@ -186,8 +197,8 @@ def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int 
 def forward_footprint(ms: ModelStep, all_positions: bool) -> ModelFootprint:
     """A frozen no-grad forward over batch x seq (reference / reward scoring)."""
     rs, lay = ms.rs, ms.lay
-    tr = inference_transient_entry(
-        ms.arch, b=ms.batch, s=ms.seq, act_bytes=ms.fmt.compute_bytes, flash=rs.flash, tp=lay.tp
+    tr = activations.transient_entry(
+        ms.model, b=ms.batch, s=ms.seq, act_bytes=ms.fmt.compute_bytes, flash=rs.flash, tp=lay.tp
     )
     parts = [
         *stored_weights(ms, FORWARD_PHASES),

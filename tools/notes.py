@@ -98,6 +98,21 @@ class Note(BaseModel):
         return hash((self.code, tuple(sorted((k, repr(v)) for k, v in self.values.items()))))
 
 
+# Notes are frozen values: one object per distinct (code, values), made and checked once (an estimate makes a
+# few, the planner's candidates dozens). Keyed with each value's type (1, 1.0 and True are said differently).
+_MADE: dict[tuple[object, ...], Note] = {}
+_MADE_MAX = 4096
+
+
 def note(code: str, /, **values: object) -> Note:
     """A Note with `code` and its values, checked against NOTE_CODES."""
-    return Note(code=code, values=values)
+    key = (code, *((k, type(v), v) for k, v in values.items()))
+    try:
+        got = _MADE.get(key)
+    except TypeError:  # a value that cannot be hashed (a list): made each time
+        return Note(code=code, values=values)
+    if got is None:
+        if len(_MADE) >= _MADE_MAX:
+            _MADE.clear()
+        got = _MADE[key] = Note(code=code, values=values)
+    return got

@@ -10,7 +10,8 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    stops at its first rung that fits: later rungs only cost more.
 3. More GPUs: for the job's strategy and for the cheapest ladders, a binary search over powers of
    two (1 .. `max_gpus`) on the GPU count, since per-GPU memory never grows with more GPUs under
-   ZeRO-3 / TP sharding.
+   ZeRO-3 / TP sharding. When the job does not fit as asked, the largest count it can be laid out on
+   is probed first: if even that does not fit, no count does, and the search ends there.
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
    fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
    worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
@@ -18,10 +19,12 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered
    only when the job fits as asked on more GPUs than it needs; more GPUs only beyond the asked count.
 5. `PlanResult.min_gpus_changes`: the min_gpus layout ({} = as stated), read by tools.estimator.
-Every candidate is checked with `tools.estimator.fit_of(candidate)`: the total and verdict of
+Every candidate is checked with `tools.estimator.verdict_of(candidate)`: the total and verdict of
 `estimate(candidate, plan=False)` without its components, notes or serving capacity (a candidate is
-compared, never shown); candidates the estimator rejects (ScenarioError: e.g. TP not dividing the
-heads) are skipped.
+compared, never shown), stopped as soon as the weights and optimizer states it must hold already
+cannot fit (tools/cutoff.py; the total of a candidate that does not fit is never compared); candidates
+the estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped. The candidates of
+one search share their pure steps (a `tools.call_memo.memo_scope` around the search).
 
 Cost model (documented ordering; lower is better, compared in this order):
 1. GPUs: fewer first (the hardware bill).
@@ -36,13 +39,16 @@ Cost model (documented ordering; lower is better, compared in this order):
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from tools.call_memo import memo_scope
 from tools.errors import ScenarioError
 from tools.estimator import Fit
 from tools.result import Estimate, Suggestion
@@ -146,8 +152,7 @@ class PlanResult(BaseModel):
     evaluated: int = 0  # estimates run by the search (the speed budget is about this)
 
 
-@dataclass(frozen=True)
-class Move:
+class Move(NamedTuple):
     """A concrete change: scenario fields and its code (MOVE_CODES) with `values`. `drops`: fields whose
     earlier moves this one makes moot (e.g. CPU offload of the optimizer makes an 8-bit GPU optimizer moot)."""
 
@@ -156,19 +161,18 @@ class Move:
     fidelity: int = FIDELITY_FULL  # informative; the ranking uses fidelity_rank() on the final changes
     slowdown: float = 1.0
     drops: tuple[str, ...] = ()
-    values: dict[str, Any] = field(default_factory=dict)
+    values: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def part(self) -> dict[str, Any]:
         return {"code": self.code, "values": dict(self.values)}
 
 
-@dataclass
-class Candidate:
+class Candidate(NamedTuple):
     """A stack of moves and the scenario fields they change together."""
 
     moves: tuple[Move, ...]
-    changes: dict[str, Any] = field(default_factory=dict)
+    changes: dict[str, Any]
 
     @property
     def parts(self) -> list[dict[str, Any]]:
@@ -178,16 +182,21 @@ class Candidate:
 def _compose(moves: Iterable[Move]) -> Candidate:
     """Stack moves; a later move removes earlier ones it supersedes (all their fields rewritten by it,
     or named in its `drops`)."""
-    kept: list[Move] = []
-    changes: dict[str, Any] = {}
+    cand = Candidate(moves=(), changes={})
     for mv in moves:
-        keys = mv.changes.keys() | set(mv.drops)
-        kept = [m for m in kept if not m.changes.keys() <= keys]
-        kept.append(mv)
-        for name in mv.drops:
-            changes.pop(name, None)
-        changes.update(mv.changes)
-    return Candidate(moves=tuple(kept), changes=changes)
+        cand = _extend(cand, mv)
+    return cand
+
+
+def _extend(cand: Candidate, mv: Move) -> Candidate:
+    """`cand` with `mv` stacked on top: `_compose` of its moves and `mv` (one step of the stacking)."""
+    keys = mv.changes.keys() | set(mv.drops)
+    kept = (*(m for m in cand.moves if not m.changes.keys() <= keys), mv)
+    changes = dict(cand.changes)
+    for name in mv.drops:
+        changes.pop(name, None)
+    changes.update(mv.changes)
+    return Candidate(moves=kept, changes=changes)
 
 
 def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
@@ -215,7 +224,7 @@ def fidelity_rank(base: Scenario, changes: dict[str, Any]) -> int:
 def step_time_causes(base: Scenario, changes: dict[str, Any]) -> list[tuple[str, float]]:
     """What slows a step of the changed job vs the base, each cause with its step-time multiplier
     (module docstring, cost model item 3). Cause names are prompts/<lang>/labels.toml [tradeoff] keys."""
-    new = base.model_copy(update=changes)
+    new = base.updated(changes)
     causes: list[tuple[str, float]] = []
     if (new.recompute == "full" and base.recompute != "full") or (
         new.gradient_checkpointing and not base.gradient_checkpointing and base.recompute != "full"
@@ -276,8 +285,7 @@ def _dp(s: Scenario) -> int:
     return max(1, (s.num_gpus or 1) // ((s.tp or 1) * (s.pp or 1) * (s.cp or 1)))
 
 
-@dataclass(frozen=True)
-class Checkpointing:
+class Checkpointing(NamedTuple):
     """Lever: gradient checkpointing (full recompute)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -290,8 +298,7 @@ class Checkpointing:
         )
 
 
-@dataclass(frozen=True)
-class EightBitOptimizer:
+class EightBitOptimizer(NamedTuple):
     """Lever: 8-bit AdamW (bitsandbytes) instead of fp32 states."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -302,8 +309,7 @@ class EightBitOptimizer:
         return Move("optimizer_8bit", {"optimizer": "adamw_8bit"}, slowdown=SLOWDOWN_OPTIM_8BIT)
 
 
-@dataclass(frozen=True)
-class ZeroStage:
+class ZeroStage(NamedTuple):
     """Lever: ZeRO stage `stage` over the data-parallel GPUs."""
 
     stage: int
@@ -319,8 +325,7 @@ class ZeroStage:
         )
 
 
-@dataclass(frozen=True)
-class OffloadOptimizer:
+class OffloadOptimizer(NamedTuple):
     """Lever: optimizer states in CPU memory (ZeRO-Offload)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -335,8 +340,7 @@ class OffloadOptimizer:
         )
 
 
-@dataclass(frozen=True)
-class OffloadParams:
+class OffloadParams(NamedTuple):
     """Lever: parameters and optimizer states in CPU memory (ZeRO-3 Infinity)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -351,8 +355,7 @@ class OffloadParams:
         )
 
 
-@dataclass(frozen=True)
-class SmallerMicroBatch:
+class SmallerMicroBatch(NamedTuple):
     """Micro-batch 1 (or halved) with gradient accumulation keeping the global batch."""
 
     target: int | None = None  # None = halve
@@ -380,8 +383,7 @@ class SmallerMicroBatch:
         )
 
 
-@dataclass(frozen=True)
-class UseLora:
+class UseLora(NamedTuple):
     """Lever: LoRA of rank `rank` on a frozen 16-bit base instead of full fine-tuning."""
 
     rank: int = 16
@@ -398,8 +400,7 @@ class UseLora:
         return Move("lora", changes, FIDELITY_LORA, values={"rank": self.rank})
 
 
-@dataclass(frozen=True)
-class UseQlora:
+class UseQlora(NamedTuple):
     """Lever: QLoRA (4-bit NF4 base + LoRA of rank `rank`)."""
 
     rank: int = 16
@@ -428,8 +429,7 @@ class UseQlora:
         )
 
 
-@dataclass(frozen=True)
-class ShorterSequence:
+class ShorterSequence(NamedTuple):
     """Lever: half the sequence length."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -450,8 +450,7 @@ def megatron_layouts(s: Scenario) -> bool:
     return s.precision_recipe == "megatron" or (s.tp or 1) > 1 or (s.pp or 1) > 1 or bool(s.sequence_parallel)
 
 
-@dataclass(frozen=True)
-class TensorParallel:
+class TensorParallel(NamedTuple):
     """Lever: tensor parallelism of `size` GPUs."""
 
     size: int
@@ -465,8 +464,7 @@ class TensorParallel:
         return Move("tp", {"tp": self.size}, slowdown=SLOWDOWN_TP, values={"size": self.size})
 
 
-@dataclass(frozen=True)
-class PipelineParallel:
+class PipelineParallel(NamedTuple):
     """Lever: pipeline parallelism of `size` stages."""
 
     size: int
@@ -481,8 +479,7 @@ class PipelineParallel:
         return Move("pp", {"pp": self.size}, slowdown=bubble, values={"size": self.size})
 
 
-@dataclass(frozen=True)
-class KvDtype8:
+class KvDtype8(NamedTuple):
     """Lever: an fp8 KV cache (serving)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -491,8 +488,7 @@ class KvDtype8:
         return Move("kv_fp8", {"kv_dtype": "fp8"}, FIDELITY_LORA)
 
 
-@dataclass(frozen=True)
-class QuantizedWeights:
+class QuantizedWeights(NamedTuple):
     """Lever: weights quantised to `dtype` (fp8, int8 or int4) for inference."""
 
     dtype: str  # fp8, int8 or int4
@@ -515,8 +511,7 @@ class QuantizedWeights:
         return Move("weights_int8", {"weight_dtype": "int8", "quant_method": "bnb"}, 1)
 
 
-@dataclass(frozen=True)
-class LossSaver:
+class LossSaver(NamedTuple):
     """Chunked cross-entropy (torchtune) or Liger's fused linear cross-entropy: no full fp32 logits."""
 
     kind: str  # chunked | fused_linear
@@ -531,8 +526,7 @@ class LossSaver:
         return Move(code, {"cross_entropy": self.kind}, slowdown=slow)
 
 
-@dataclass(frozen=True)
-class OptimizerInBackward:
+class OptimizerInBackward(NamedTuple):
     """torchtune optimizer_in_bwd: gradients freed per parameter (not with gradient accumulation)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -547,8 +541,7 @@ class OptimizerInBackward:
         )
 
 
-@dataclass(frozen=True)
-class ActivationOffloading:
+class ActivationOffloading(NamedTuple):
     """Checkpointed layer inputs in CPU memory (torchtune enable_activation_offloading)."""
 
     def move(self, s: Scenario) -> Move | None:
@@ -618,7 +611,7 @@ class _Search:
     resolved_cache: dict[Hashable, Scenario] = field(default_factory=dict)
     heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int], Any]] = field(default_factory=dict)
     valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
-    validated: dict[tuple[str, str], Any] = field(default_factory=dict)  # field values validated so far
+    validated: dict[Hashable, Any] = field(default_factory=dict)  # field values validated so far
 
     def run(self, changes: dict[str, Any]) -> Fit | None:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
@@ -658,7 +651,7 @@ class _Search:
         key = _changes_key(changes)
         got = self.resolved_cache.get(key)
         if got is None:
-            got = self.resolved_cache[key] = self.base.scenario.model_copy(update=changes)
+            got = self.resolved_cache[key] = self.base.scenario.updated(changes)
         return got
 
     def heads(self, s: Scenario) -> tuple[int, int, int]:
@@ -671,9 +664,11 @@ class _Search:
 
 
 def _changes_key(changes: dict[str, Any]) -> Hashable:
-    """A cache key of `changes`: equal for equal fields and values of equal types; unhashable values
-    (lists) are keyed by the repr of the sorted items."""
-    key = tuple((k, type(v), v) for k, v in sorted(changes.items()))
+    """A cache key of `changes`: equal for equal fields and values of equal types (a list by its items);
+    other unhashable values are keyed by the repr of the sorted items."""
+    key = tuple(
+        [(k, list, *v) if v.__class__ is list else (k, v.__class__, v) for k, v in sorted(changes.items())]
+    )
     try:
         hash(key)
     except TypeError:
@@ -773,6 +768,19 @@ def _min_gpus(
     counts = sorted({1 << k for k in range(top.bit_length()) if 1 << k <= top} | {n0})
     lo, hi = 0, len(counts) - 1
     best: tuple[int, dict[str, Any], Fit] | None = None
+    if not fits_as_is and not extra and search.base.scenario.task != "inference":
+        # training: the largest count the job can be laid out on first: when even it does not fit, no count
+        # does (the same monotonicity the search rests on) and one probe answers what the search would take
+        # log2(counts) probes for. Activations that no sharding splits make that common in training;
+        # serving nearly always fits on some count (TP and PP split its weights), so it is not tried there.
+        s = search.resolved(extra)
+        heads = search.heads(s)
+        while hi > 0 and counts[hi] != n0 and not _layouts(s, counts[hi], stated_fields, heads):
+            hi -= 1
+        got = _fit_at(search, extra, counts[hi], stated_fields)
+        if got is None:
+            return None
+        best, hi = (counts[hi], got[0], got[1]), hi - 1
     while lo <= hi:
         mid = (lo + hi) // 2
         got = _fit_at(search, extra, counts[mid], stated_fields)
@@ -800,16 +808,14 @@ def _layout_parts(changes: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _ladder(search: _Search, start: tuple[Move, ...], levers: Iterable[Any]) -> tuple[Candidate, Fit] | None:
     """Stack levers one by one on `start`; return the first rung that fits (later rungs only cost more)."""
-    moves = list(start)
-    cand = _compose(moves)
-    if moves and (est := search.run(cand.changes)) is not None and est.fits:
+    cand = _compose(start)
+    if start and (est := search.run(cand.changes)) is not None and est.fits:
         return cand, est
     for lever in levers:
         mv = lever.move(search.resolved(cand.changes))
         if mv is None:
             continue
-        moves.append(mv)
-        cand = _compose(moves)
+        cand = _extend(cand, mv)
         est = search.run(cand.changes)
         if est is not None and est.fits:
             return cand, est
@@ -850,12 +856,15 @@ def _prune(search: _Search, cand: Candidate, est: Fit) -> tuple[Candidate, Fit]:
     return cand, est
 
 
-def _cheapest(
-    scored: list[tuple[tuple[Any, ...], Suggestion]], limit: int
-) -> list[tuple[tuple[Any, ...], Suggestion]]:
-    """The `limit` cheapest suggestions (cost key order), dropping what a cheaper kept one dominates."""
+Scored = tuple[tuple[Any, ...], tuple[int, int], Suggestion]  # (cost key, where it was found, suggestion)
+
+
+def _cheapest(scored: list[Scored], limit: int) -> list[tuple[tuple[Any, ...], Suggestion]]:
+    """The `limit` cheapest suggestions (cost key order; of equal keys, the one found first in the
+    search's order: the GPU count, single levers, ladders, more GPUs), dropping what a cheaper kept one
+    dominates."""
     kept: list[tuple[tuple[Any, ...], Suggestion]] = []
-    for key, sg in sorted(scored, key=lambda x: x[0]):
+    for key, _, sg in sorted(scored, key=lambda x: (x[0], x[1])):
         if any(_dominates(k, o, key, sg) for k, o in kept):
             continue
         kept.append((key, sg))
@@ -873,7 +882,7 @@ def plan(
 ) -> PlanResult:
     """Cheapest `limit` changes that fit (ordered by the module's cost model) and min_gpus.
 
-    Candidates are checked with `tools.estimator.fit_of` (the verdict of `estimate(s, plan=False)`);
+    Candidates are checked with `tools.estimator.verdict_of` (the verdict of `estimate(s, plan=False)`);
     with `estimate_fn` (an Estimate per scenario) they are estimated with it instead. The steps: the
     fewest GPUs of the job as stated, then (when it does not fit) single levers, ladders and more GPUs
     with the light levers.
@@ -882,13 +891,16 @@ def plan(
         base=base, stated=_stated_scenario(base), estimate_fn=_checker(estimate_fn), max_gpus=max_gpus
     )
     stated_fields = {f for f in Scenario.model_fields if getattr(search.stated, f) is not None}
-    found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
-    kept = _Suggestions(base.scenario, search.stated)
-    _gpu_count_suggestion(kept, base, found)
-    if not base.fits:
-        _single_levers(search, kept)
-        _ladders(search, kept)
-        _more_gpus(search, kept, found, stated_fields, limit)
+    with memo_scope():  # the candidates share their pure steps (tools/call_memo.py)
+        # the ladders before the single levers: what they find lets the cheapest-first single levers stop
+        # early (a suggestion's place among equal costs is still the order of the module docstring)
+        found = _min_gpus(search, {}, stated_fields, fits_as_is=base.fits)
+        kept = _Suggestions(base.scenario, search.stated)
+        _gpu_count_suggestion(kept, base, found)
+        if not base.fits:
+            _ladders(search, kept)
+            _single_levers(search, kept, limit)
+            _more_gpus(search, kept, found, stated_fields, limit)
     min_gpus_changes: dict[str, Any] | None = None
     if found is not None:
         min_gpus_changes = {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])
@@ -901,11 +913,11 @@ def plan(
 
 
 def _checker(estimate_fn: Callable[[Scenario], Estimate] | None) -> Callable[[Scenario], Fit]:
-    """How a candidate is checked: `tools.estimator.fit_of`, or the Estimate of `estimate_fn`."""
-    from tools.estimator import fit_of
+    """How a candidate is checked: `tools.estimator.verdict_of`, or the Estimate of `estimate_fn`."""
+    from tools.estimator import verdict_of
 
     if estimate_fn is None:
-        return fit_of
+        return verdict_of
     given = estimate_fn
 
     def check(s: Scenario) -> Fit:
@@ -920,7 +932,23 @@ class _Suggestions:
 
     base: Scenario  # the resolved job: what fidelity and speed are compared with
     stated: Scenario
-    scored: list[tuple[tuple[Any, ...], Suggestion]] = field(default_factory=list)
+    scored: list[Scored] = field(default_factory=list)
+    _bound: tuple[int, tuple[Any, ...] | None] = (0, None)  # (len(scored) when worked out, the bound)
+
+    def outranked(self, known: tuple[Any, ...], limit: int) -> bool:
+        """Could a candidate whose cost key starts with `known` never be shown? True when the `limit`-th
+        cheapest suggestion kept so far costs less on those first terms already."""
+        if len(self.scored) < limit:
+            return False
+        # a lower bound first (dominated suggestions only raise the limit-th): no sort and no dominance
+        # check for the common candidate that could still be shown
+        if known <= heapq.nsmallest(limit, (k for k, _, _ in self.scored))[-1][: len(known)]:
+            return False
+        if self._bound[0] != len(self.scored):
+            cheapest = _cheapest(self.scored, limit)
+            self._bound = (len(self.scored), cheapest[-1][0] if len(cheapest) >= limit else None)
+        bound = self._bound[1]
+        return bound is not None and known > bound[: len(known)]
 
     def add(
         self,
@@ -929,6 +957,8 @@ class _Suggestions:
         est: Fit,
         moves: list[dict[str, Any]] | None = None,
         values: dict[str, Any] | None = None,
+        *,
+        order: tuple[int, int],
     ) -> None:
         """Keep a fitting candidate: `code` (CHANGE_CODES) with its `values`, `moves` (MOVE_CODES parts, in
         order) and, for a GPU-count change, its layout parts; the words are the service's."""
@@ -955,7 +985,7 @@ class _Suggestions:
             fidelity_rank=fid,
             step_time_factor=slow,
         )
-        self.scored.append((key, sg))
+        self.scored.append((key, order, sg))
 
 
 def _gpu_count_suggestion(
@@ -965,20 +995,31 @@ def _gpu_count_suggestion(
     n0 = base.scenario.num_gpus or 1
     if found is not None and found[0] < n0 and base.fits:
         # the user asked for more GPUs than the job needs: say so (never when it does not fit as asked)
-        kept.add("fewer_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
+        kept.add("fewer_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0}, order=(0, 0))
     elif found is not None and found[0] > n0:
-        kept.add("more_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0})
+        kept.add("more_gpus", found[1], found[2], values={"gpus": found[0], "asked": n0}, order=(0, 0))
 
 
-def _single_levers(search: _Search, kept: _Suggestions) -> None:
-    """Each single lever at the job's GPU count."""
-    for lever in SINGLE_LEVERS:
-        mv = lever.move(kept.base)
+def _single_levers(search: _Search, kept: _Suggestions, limit: int) -> None:
+    """Each single lever at the job's GPU count, cheapest first by the part of its cost key known before
+    it is estimated (GPUs, fidelity, speed: only the memory needs the estimate); once `limit` kept
+    suggestions all cost less than a lever could, that lever and every later one could never be shown,
+    and are not estimated (the issue's "stop early when the cheapest fits are found")."""
+    s = kept.base
+    n0 = s.num_gpus or 1
+    pending = []
+    for index, lever in enumerate(SINGLE_LEVERS):
+        mv = lever.move(s)
         if mv is not None:
             cand = _compose([mv])
-            est = search.run(cand.changes)
-            if est is not None and est.fits:
-                kept.add("moves", cand.changes, est, moves=cand.parts)
+            known = (n0, fidelity_rank(s, cand.changes), round(step_time_factor(s, cand.changes), 3))
+            pending.append((known, index, cand))
+    for known, index, cand in sorted(pending, key=lambda x: (x[0], x[1])):
+        if kept.outranked(known, limit):
+            break
+        est = search.run(cand.changes)
+        if est is not None and est.fits:
+            kept.add("moves", cand.changes, est, moves=cand.parts, order=(1, index))
 
 
 def _ladders(search: _Search, kept: _Suggestions) -> None:
@@ -989,11 +1030,11 @@ def _ladders(search: _Search, kept: _Suggestions) -> None:
     starts: list[tuple[Move, ...]] = [()]
     if s.task != "inference":
         starts += [(mv,) for lever in (UseLora(), UseQlora()) if (mv := lever.move(s)) is not None]
-    for start in starts:
+    for index, start in enumerate(starts):
         res = _ladder(search, start, ladder)
         if res is not None:
             cand, est = _prune(search, res[0], res[1])
-            kept.add("moves", cand.changes, est, moves=cand.parts)
+            kept.add("moves", cand.changes, est, moves=cand.parts, order=(2, index))
 
 
 def _more_gpus(
@@ -1017,11 +1058,13 @@ def _more_gpus(
             groups.append((Checkpointing(), EightBitOptimizer(), SmallerMicroBatch(1)))
     else:
         groups = [(QuantizedWeights("fp8"),), (QuantizedWeights("int4"),)]
-    for group in groups:
+    for index, group in enumerate(groups):
         light = [m for lv in group if (m := lv.move(s)) is not None]
         if not light:
             continue
         cand = _compose(light)
         got = _min_gpus(search, cand.changes, stated_fields)
         if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
-            kept.add("moves_on_gpus", got[1], got[2], moves=cand.parts, values={"gpus": got[0]})
+            kept.add(
+                "moves_on_gpus", got[1], got[2], moves=cand.parts, values={"gpus": got[0]}, order=(3, index)
+            )

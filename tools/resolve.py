@@ -1,7 +1,8 @@
 """Validate a Scenario and fill its defaults: Scenario -> ResolvedScenario.
 
 Every default the estimator chooses is recorded as an `Assumption(field, value, code, values)`
-(tools/assumptions.py: the words are each channel's), so the answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
+(tools/assumptions.py: the words are each channel's; kept as records and made into Assumption objects
+when read), so the answer can show it; every impossible combination raises `ScenarioError(field, message, accepted)`.
 Warnings that do not stop the estimate (context beyond the model's trained length, settings that
 do not apply to the task) go to `notes`.
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tools.assumptions import Said, made
 from tools.notes import Note
 from tools.resolution.defaults import (
     DEFAULT_GPU,
@@ -105,9 +107,25 @@ class ResolvedScenario:
     max_new_tokens: int | None
     gpu_memory_utilization: float
     safety_margin: float
-    assumptions: list[Assumption] = field(default_factory=list)
+    said: list[Said] = field(default_factory=list)  # the assumptions, as records (tools/assumptions.py)
     notes: list[Note] = field(default_factory=list)
     attention_kernel: str = "flash"  # flash (incl. memory-efficient) | math | eager: what the GPU runs
+
+    @property
+    def assumptions(self) -> list[Assumption]:
+        """Every default filled, as Assumption objects (made on each read: an estimate reads them once;
+        the planner's candidates never do)."""
+        return made(self.said)
+
+    def assumed(self, name: str) -> bool:
+        """Was `name` filled by a default (or read from another name) rather than stated?"""
+        return any(rec[0] == name for rec in self.said)
+
+    def say(self, name: str, value: object, code: str, /, *, replace: bool = False, **values: object) -> None:
+        """Record one more assumption (`replace`: instead of any earlier one about `name`)."""
+        if replace:
+            self.said[:] = [rec for rec in self.said if rec[0] != name]
+        self.said.append((name, value, code, values))
 
     @property
     def training(self) -> bool:
@@ -137,7 +155,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     gmu, margin = memory_reservation(sc, training, f)
     layout = pipeline_layout(sc, parallel, f)
     return ResolvedScenario(
-        scenario=sc.model_copy(update=f.changes),
+        scenario=sc.updated(f.changes),
         model=ref,
         gpu=gpu,
         gpu_alias_note=alias_note,
@@ -157,6 +175,6 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
         max_new_tokens=sc.max_new_tokens,
         gpu_memory_utilization=gmu,
         safety_margin=margin,
-        assumptions=f.assumptions,
+        said=f.said,
         notes=f.notes,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tools.accuracy import AccuracyBound
 from tools.notes import Note
@@ -15,9 +15,16 @@ ComponentName = (
 )
 ComponentKind = Literal["tensor", "overhead"]
 
+# The estimator makes these with model_construct (no validation): each model builds its validator and
+# serializer on first use instead of at import, and the Estimate's serializer includes the rest, so a
+# process that prints one Estimate (`vramwise estimate`) builds one schema, not ten.
+_DEFERRED = ConfigDict(defer_build=True)
+
 
 class Component(BaseModel):
     """One thing resident on the most loaded GPU at the peak."""
+
+    model_config = _DEFERRED
 
     name: ComponentName
     bytes: int = Field(ge=0)
@@ -41,11 +48,15 @@ class Component(BaseModel):
 class PhasePeak(BaseModel):
     """Live tensor bytes at one moment of the step."""
 
+    model_config = _DEFERRED
+
     phase: str  # end_of_forward, backward, optimizer_step, prefill, decode
     tensor_bytes: int = Field(ge=0)
 
 
 class PerGpu(BaseModel):
+    model_config = _DEFERRED
+
     tensor_peak_bytes: int = Field(ge=0)  # what torch.cuda.max_memory_allocated() would report
     total_bytes: int = Field(ge=0)  # tensor peak + runtime overhead: what nvidia-smi would show
     peak_phase: str
@@ -59,6 +70,8 @@ class PerGpu(BaseModel):
 
 
 class GpuInfo(BaseModel):
+    model_config = _DEFERRED
+
     id: str
     name: str
     memory_bytes: int = Field(gt=0)
@@ -68,6 +81,8 @@ class GpuInfo(BaseModel):
 
 class Suggestion(BaseModel):
     """A concrete change to the scenario, with its own estimate."""
+
+    model_config = _DEFERRED
 
     # the English words ("QLoRA: 4-bit NF4 base + LoRA, paged 8-bit AdamW"), filled at the service's edge
     # (service/agent/suggestion_text.py) from the codes below; None straight out of tools.planner
@@ -93,6 +108,8 @@ class Assumption(BaseModel):
     """A default the estimator chose: `code` names the sentence (prompts/<lang>/assumptions.toml, codes in
     tools/assumptions.py ASSUMPTION_CODES), `values` fill it (the words are each channel's)."""
 
+    model_config = _DEFERRED
+
     field: str
     value: object
     # the English sentence, filled at the edge (service/agent/assumption_text.py) for JSON readers;
@@ -108,6 +125,8 @@ class NoEffect(BaseModel):
     """A stated setting that does not change peak memory, and why: `code` names the explanation
     (prompts/<lang>/no_effect.json), `values` fill it (the words are each channel's)."""
 
+    model_config = _DEFERRED
+
     field: str
     value: object
     code: str
@@ -116,6 +135,8 @@ class NoEffect(BaseModel):
 
 class ServingCapacity(BaseModel):
     """vLLM-style: what the reserved memory leaves for KV blocks."""
+
+    model_config = _DEFERRED
 
     gpu_memory_utilization: float
     reserved_bytes: int
@@ -128,6 +149,8 @@ class ServingCapacity(BaseModel):
 
 
 class Estimate(BaseModel):
+    model_config = _DEFERRED
+
     scenario: Scenario
     per_gpu: PerGpu
     components: list[Component]

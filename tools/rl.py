@@ -61,17 +61,15 @@ max_new_tokens = seq_len // 2 (GRPO without lengths: 256 of 512 + 256), rollout_
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tools import calibration as cal
-from tools.assumptions import assumption
+from tools import cutoff
+from tools.assumptions import Said, said
 from tools.call_memo import memo_same_input, memo_scope
 from tools.components.phased import derived
 from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
-from tools.model.lora import lora_trainable
+from tools.model.lora import lora_spec
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
-from tools.result import Assumption
 
 GRPO_DEFAULT_NUM_GENERATIONS = 8  # trl/trainer/grpo_config.py num_generations default
 GRPO_DEFAULT_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
@@ -103,6 +101,7 @@ PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimi
     ("gradients",) if cal.GRADS_RESIDENT_ALL_STEP else ()
 )
 STATIC_PARTS = ("weights", "quant_metadata")
+PERSISTENT_STATE_PARTS = ("weights", "quant_metadata", "master_weights", "optimizer_states")
 
 # Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
 # per-model footprints are made without one: the reference, reward and critic forwards of one model over
@@ -203,42 +202,35 @@ def _swap_logits(fp: ModelFootprint, part: PhasedComponent | None) -> ModelFootp
     if not any(p.name == "logits" for p in fp.parts):
         return fp
     parts = tuple(p for p in fp.parts if p.name != "logits") + ((part,) if part is not None else ())
-    return replace(fp, parts=parts)
+    return fp._replace(parts=parts)
 
 
-def _other_model(
-    rs: ResolvedScenario, name: str | None, role: str, assumptions: list[Assumption]
-) -> ModelRef:
+def _other_model(rs: ResolvedScenario, name: str | None, role: str, assumptions: list[Said]) -> ModelRef:
     """The critic / reward model: the named one, else the policy's own architecture (an assumption)."""
     if name:
         ref, more, _ = resolve_model_ref(name, None, None)
         assumptions.extend(more)
         return ref
     field = "critic_model" if role == "critic" else "reward_model"
-    assumptions.append(assumption(field, rs.model.id, f"{field}.policy_size", model=rs.model.name))
+    assumptions.append(said(field, rs.model.id, f"{field}.policy_size", model=rs.model.name))
     return rs.model
-
-
-def _replace_assumption(rs: ResolvedScenario, field: str, value: object, code: str, **values: object) -> None:
-    rs.assumptions[:] = [a for a in rs.assumptions if a.field != field]
-    rs.assumptions.append(assumption(field, value, code, **values))
 
 
 def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
     """(prompt_len, max_new_tokens, rollout sequences per GPU, generations per prompt), defaults recorded."""
     sc, changes, new = rs.scenario, {}, []
-    assumed = {a.field for a in rs.assumptions}
+    assumed = {rec[0] for rec in rs.said}
     seq_assumed = "seq_len" in assumed  # resolve() already filled its SFT default
     if rs.task == "grpo" and seq_assumed and sc.max_new_tokens is None:
         # TRL GRPOConfig: max_prompt_length=512, max_completion_length=256 (not the SFT cutoff_len)
         rs.seq = GRPO_DEFAULT_PROMPT_LEN + GRPO_DEFAULT_COMPLETION_LEN
         changes["seq_len"] = rs.seq
-        _replace_assumption(rs, "seq_len", rs.seq, "seq_len.grpo")
+        rs.say("seq_len", rs.seq, "seq_len.grpo", replace=True)
     if rs.task == "grpo" and "recompute" in assumed and rs.recompute == "none":
         # open-r1 GRPO recipes (recipes/*/grpo/config_*.yaml) and TRL's GRPO examples set it on
         rs.recompute = "full"
         changes.update(recompute="full", gradient_checkpointing=True)
-        _replace_assumption(rs, "recompute", "full", "recompute.grpo")
+        rs.say("recompute", "full", "recompute.grpo", replace=True)
     max_new = sc.max_new_tokens or 0
     if sc.max_new_tokens is None and rs.task != "dpo":  # DPO scores given pairs: no generation
         if rs.task == "grpo" and seq_assumed:
@@ -246,13 +238,13 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
         else:
             max_new, code = rs.seq // 2, "max_new_tokens.half"  # half of seq_len is the response
         changes["max_new_tokens"] = max_new
-        new.append(assumption("max_new_tokens", max_new, code))
+        new.append(said("max_new_tokens", max_new, code))
     gens = 1
     if rs.task == "grpo":
         gens = sc.num_generations or GRPO_DEFAULT_NUM_GENERATIONS
         if sc.num_generations is None:
             changes["num_generations"] = gens
-            new.append(assumption("num_generations", gens, "num_generations.grpo"))
+            new.append(said("num_generations", gens, "num_generations.grpo"))
     rollout = sc.rollout_batch_size
     if rs.task == "grpo":
         # trl grpo_trainer RepeatRandomSampler: per_device_train_batch_size counts COMPLETIONS; the G
@@ -260,16 +252,16 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
         # micro-batch. A stated rollout_batch_size counts prompts: x G completions.
         sequences = rollout * gens if rollout else rs.batch
         if "batch_size" in assumed:
-            _replace_assumption(rs, "batch_size", rs.batch, "batch_size.grpo", batch=rs.batch)
+            rs.say("batch_size", rs.batch, "batch_size.grpo", replace=True, batch=rs.batch)
     else:
         if rollout is None and rs.task != "dpo":
             rollout = rs.batch
             changes["rollout_batch_size"] = rollout
-            new.append(assumption("rollout_batch_size", rollout, "rollout_batch_size.default"))
+            new.append(said("rollout_batch_size", rollout, "rollout_batch_size.default"))
         sequences = rollout or rs.batch
     if changes:
         rs.scenario = sc.model_copy(update=changes)
-    rs.assumptions.extend(new)
+    rs.said.extend(new)
     return max(1, rs.seq - max_new), max_new, sequences, gens
 
 
@@ -299,7 +291,7 @@ def _frozen(
             at_bytes={"forward": TRL_LOGPS_NOGRAD_BYTES},
             what="scored tokens, no_grad",
         )
-        fwd = replace(fwd, parts=fwd.parts + ((lp,) if lp else ()))
+        fwd = fwd._replace(parts=fwd.parts + ((lp,) if lp else ()))
     zero3 = rs.layout.zero_stage >= 3 and rs.layout.dp > 1
     divide = rs.layout.dp if zero3 else 1
     parts = _take(
@@ -365,6 +357,12 @@ def _trained(
     return tr, parts
 
 
+def _persistent_bytes(fp: ModelFootprint) -> int:
+    """What a trained model holds in every phase of its step whatever the phase: its weights, master
+    weights and optimizer states (the same bytes at each training phase)."""
+    return sum(p.bytes_at("optimizer_step") for p in fp.parts if p.name in PERSISTENT_STATE_PARTS)
+
+
 def _actor_rollout(
     rs: ResolvedScenario,
     train_fp: ModelFootprint,
@@ -406,9 +404,7 @@ def _actor_rollout(
 # --------------------------------------------------------------------------------------------------
 # the algorithms
 # --------------------------------------------------------------------------------------------------
-def _ppo(
-    rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[Assumption]
-) -> ModelFootprint:
+def _ppo(rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[Said]) -> ModelFootprint:
     """TRL PPOTrainer: rollouts by generate under no_grad, then minibatch updates on the rollouts.
     Log-probs only of the response positions (ppo_trainer: logits[:, context_length - 1 : -1]); the critic
     (AutoModelForSequenceClassification, num_labels=1) has a value head, no vocabulary logits."""
@@ -434,10 +430,10 @@ def _ppo(
     critic_trainable = None
     if rs.adapters:  # OpenRLHF: --lora_rank applies to actor and critic
         sc = rs.scenario
-        critic_trainable = lora_trainable(
-            critic_ref.params, sc.lora_rank or 8, sc.lora_targets or ["q_proj", "v_proj"], dora=sc.dora
+        critic_trainable = lora_spec(
+            critic_ref.params, sc.lora_rank or 8, sc.lora_targets or ["q_proj", "v_proj"], sc.dora
         )
-    _, critic_parts = _trained(
+    critic_fp, critic_parts = _trained(
         rs,
         critic_ref,
         "critic",
@@ -450,6 +446,8 @@ def _ppo(
         logps_positions=0,
     )
     parts += critic_parts
+    # actor and critic keep their weights and optimizer states in every phase: a lower bound of the peak
+    cutoff.check(_persistent_bytes(actor_fp) + _persistent_bytes(critic_fp))
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
     # critic values over the rollouts: a no-grad forward (its weights are already counted as persistent)
     critic_fwd = _model_footprint(
@@ -521,7 +519,7 @@ def _reference(
 
 
 def _grpo(
-    rs: ResolvedScenario, prompt_len: int, sequences: int, gens: int, assumptions: list[Assumption]
+    rs: ResolvedScenario, prompt_len: int, sequences: int, gens: int, assumptions: list[Said]
 ) -> ModelFootprint:
     """TRL GRPOTrainer: the policy trains on its micro-batch of `batch_size` completions (generations
     spread over the global batch, not multiplied into it), log-probs of the completion positions only
@@ -563,7 +561,7 @@ def _grpo(
             offload=offload,
         )
     else:
-        assumptions.append(assumption("reward_model", None, "reward_model.rule_based"))
+        assumptions.append(said("reward_model", None, "reward_model.rule_based"))
     parts += _vllm_colocate(rs, phases)
     return _assemble(rs, phases, parts, actor_fp)
 
@@ -639,7 +637,7 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
     num_generations, critic/reward model) so the Estimate shows them.
     """
     prompt_len, _, rollout, gens = _fill_defaults(rs)
-    extra: list[Assumption] = []
+    extra: list[Said] = []
     with memo_scope():  # the defaults are filled: `rs` stays as it is while the step is composed
         if rs.task == "ppo":
             fp = _ppo(rs, prompt_len, rollout, extra)
@@ -649,5 +647,5 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
             fp = _dpo(rs)
         else:
             raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
-    rs.assumptions.extend(extra)
-    return replace(fp)
+    rs.said.extend(extra)
+    return fp._replace()

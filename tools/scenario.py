@@ -7,6 +7,8 @@ as an assumption, so every default is visible in the answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -272,25 +274,22 @@ class Scenario(BaseModel):
         data.update(changes)
         return Scenario.model_validate(data)
 
-    def merged_checked(self, known: dict[tuple[str, str], Any] | None = None, /, **changes: Any) -> Scenario:
+    def merged_checked(self, known: dict[Hashable, Any] | None = None, /, **changes: Any) -> Scenario:
         """`merged(**changes)` of a scenario that is itself valid (validated): only the changed fields are
         validated, then the scenario-level checks; the same scenario as merged() gives. Whatever this
         path refuses goes through merged(), so an error is worded exactly as merged() words it.
-        `known`: validated values by (field, repr of the value given), kept by the caller across calls
+        `known`: validated values by (field, type and value given), kept by the caller across calls
         (a field's validation reads only its own value); the scenario-level checks run on every call."""
         known = {} if known is None else known
-        new = self.model_copy(update=changes)
+        new = self.updated(changes)
         pending = []
         for name, value in changes.items():
-            key = (name, f"{type(value).__name__}:{value!r}")
-            if key in known:
-                got = known[key]
-                new.__dict__[name] = list(got) if isinstance(got, list) else got
-            else:
+            key = _value_key(name, value)
+            got = known.get(key, _UNKNOWN) if key is not None else _UNKNOWN
+            if got is _UNKNOWN:
                 pending.append((name, value, key))
-        if not pending and changes:  # every value known: one assignment runs the scenario-level checks
-            name, value = next(reversed(changes.items()))
-            pending.append((name, value, None))
+            else:
+                new.__dict__[name] = list(got) if isinstance(got, list) else got
         try:
             for name, value, key in pending:
                 # the field's own validation, then the model-level checks on the scenario with every change
@@ -298,10 +297,48 @@ class Scenario(BaseModel):
                 if key is not None:
                     got = new.__dict__[name]
                     known[key] = list(got) if isinstance(got, list) else got
+            if not pending:  # every value known: the model-level checks alone, as an assignment runs them
+                for check in _model_checks():
+                    check(new)
         except ValueError:  # pydantic's ValidationError included
             return self.merged(**changes)
+        return new
+
+    def updated(self, changes: dict[str, Any]) -> Scenario:
+        """`model_copy(update=changes)`: the values taken as they are (not validated), marked as set."""
+        new = Scenario.__new__(Scenario)
+        object.__setattr__(new, "__dict__", {**self.__dict__, **changes})
+        object.__setattr__(new, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
+        object.__setattr__(new, "__pydantic_extra__", None)
+        object.__setattr__(new, "__pydantic_private__", None)
         return new
 
     def stated(self) -> dict[str, Any]:
         """Only what was stated (non-None, non-default)."""
         return self.model_dump(exclude_none=True, exclude_defaults=True)
+
+
+_UNKNOWN = object()
+
+
+def _value_key(name: str, value: Any) -> Hashable | None:
+    """A key of a field's given value: equal for equal values of the same type (1, 1.0 and True differ);
+    None for a value that cannot be a key."""
+    if type(value) is list:
+        value = (list, *value)
+    key = (name, type(value), value)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@cache
+def _model_checks() -> tuple[Callable[[Scenario], Any], ...]:
+    """The scenario-level checks an assignment runs (the model's `after` validators), in order; a `before`
+    or `wrap` model validator would need the raw input, which merged_checked does not have."""
+    decorators = Scenario.__pydantic_decorators__.model_validators.values()
+    if any(d.info.mode != "after" for d in decorators):
+        raise TypeError("merged_checked supports only mode='after' model validators")
+    return tuple(d.func for d in decorators)

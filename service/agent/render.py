@@ -12,7 +12,6 @@ translating the planner's English text) and no-effect explanations (prompts/zh/n
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -24,13 +23,14 @@ from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
 from service.agent.events import Display
 from service.agent.formula_text import legend_lines
-from service.agent.prompt_files import load_toml, read_prompt
+from service.agent.note_text import no_effect_templates as no_effect_templates  # re-exported
+from service.agent.note_text import no_effect_text, note_text
+from service.agent.prompt_files import load_toml
 from service.agent.suggestion_text import change_words  # the planner's own codes, said in a language
 from service.agent.templating import Pieces, Template, split, substitute
 from tools.accuracy import AccuracyBound
 from tools.errors import ScenarioError
-from tools.notes import Note
-from tools.result import Component, Estimate, NoEffect, Suggestion
+from tools.result import Component, Estimate, Suggestion
 from tools.units import fmt_count, fmt_gb, fmt_gib
 
 _MISSING = "n/a"
@@ -257,16 +257,6 @@ def _no_effect_lines(estimate: Estimate, language: str) -> list[str]:
     ]
 
 
-def no_effect_text(item: NoEffect, language: str) -> str:
-    """Why a stated setting does not change peak memory, in `language` (prompts/<lang>/no_effect.json)."""
-    return no_effect_templates(_lang(language))[item.code].format(**item.values)
-
-
-@lru_cache(maxsize=4)
-def no_effect_templates(language: str) -> dict[str, str]:
-    return dict(json.loads(read_prompt(_lang(language), "no_effect.json")))
-
-
 def render_answer_lines(
     estimate: Estimate, language: str, focus: str | None = None, display: PanelTexts | None = None
 ) -> list[str]:
@@ -478,41 +468,6 @@ def _component_lines(c: Component, label: str, language: str) -> list[str]:
     if remark and _tpl(language, "text", "component_note"):
         out.append(_fill(language, "text", "component_note", note=remark))
     return out
-
-
-def note_text(note: Note, language: str) -> str:
-    """An estimator note in `language`: prompts/<lang>/notes.toml [notes].<code>, filled with the note's
-    values (integers with thousands separators; structured values in the [note_values] words)."""
-    lang = _lang(language)
-    table = _note_table(lang, "notes")
-    template = table.get(note.code) or _note_table("en", "notes").get(note.code, note.code)
-    words = _note_table(lang, "note_values")
-    values = {name: _note_value(name, value, words) for name, value in note.values.items()}
-    return Template(str(template)).safe_substitute(values)
-
-
-def _note_value(name: str, value: Any, words: dict[str, Any]) -> str:
-    if name == "models":  # [{role, trainable}]: "actor (trainable), reference (frozen)"
-        roles = {str(k): str(v) for k, v in dict(words.get("role", {})).items()}
-        return str(words.get("joiner", ", ")).join(
-            Template(str(words.get("model", "${role} (${trainable})"))).safe_substitute(
-                role=roles.get(m["role"], m["role"]),
-                trainable=words.get("trainable" if m["trainable"] else "frozen", ""),
-            )
-            for m in value
-        )
-    # a value said in words: [note_values] recipe.mixed, cards.1, lora_reference.True
-    spelled = words.get(name)
-    if isinstance(spelled, dict) and str(value) in spelled:
-        return str(spelled[str(value)])
-    text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-    if f"{name}_other" in words:  # the words for any other value: cards_other = "${n} GPUs"
-        return Template(str(words[f"{name}_other"])).safe_substitute(n=text)
-    return text
-
-
-def _note_table(language: str, section: str) -> dict[str, Any]:
-    return dict(load_toml(language, "notes.toml").get(section, {}))
 
 
 def render_answer(estimate: Estimate, language: str) -> str:

@@ -144,13 +144,13 @@ def render_table(est: Any) -> str:
         lines.append("assumptions:")
         lines += [f"  - {a.field} = {a.value}: {a.reason}" for a in est.assumptions]
     if est.notes:
-        from service.agent.render import note_text  # the note templates, only when there are notes
+        from service.agent.note_text import note_text  # the note templates, only when there are notes
 
         lines.append("notes:")
         lines += [f"  - {note_text(n, 'en')}" for n in est.notes]
     if est.no_effect:
         lines.append("no effect on peak memory:")
-        from service.agent.render import no_effect_text
+        from service.agent.note_text import no_effect_text
 
         lines += [f"  - {n.field} = {n.value}: {no_effect_text(n, 'en')}" for n in est.no_effect]
     if est.suggestions:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 
 _DROP = re.compile(r"[^a-z0-9.\u4e00-\u9fff]+")
@@ -49,6 +48,8 @@ def strip_variant(key: str) -> str:
 
 def closest(query: str, candidates: dict[str, str], n: int = 3) -> list[str]:
     """The `n` canonical ids whose normalised names are nearest to `query` (candidates: key -> id)."""
+    import difflib  # only for a name the catalog does not know (heapq, ~2 ms at import)
+
     key = normalize(query)
     ids: list[str] = []
     for match in difflib.get_close_matches(key, list(candidates), n=n * 4, cutoff=0.3):

@@ -180,6 +180,9 @@ def _match_with_memory(
     return _at_stated_size(spec, stated)
 
 
+@lru_cache(
+    maxsize=512
+)  # a pure function of the name over the constant catalog (the planner asks per candidate)
 def find_gpu(name: str) -> tuple[GpuSpec, GpuAlias | None]:
     """(card, how the name was read when it was not plain: an ambiguous alias, a stated size) for a GPU
     name people type; ScenarioError(field='gpu') with near ids otherwise."""

@@ -12,12 +12,24 @@ layer of a no-grad forward.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
+from tools.call_memo import memo_args
 from tools.components.phased import Entry, PhasedComponent, phased
 from tools.components.step import ModelStep, TrainStep, trainable_layers_on_stage
 from tools.model.lora import decoder_linears
-from tools.rules.activations import FULL_MASK, SaveMask, StageActivations, final_norm_bytes, stage_activations
+from tools.rules.activations import (
+    FULL_MASK,
+    SaveMask,
+    StageActivations,
+    final_norm_bytes,
+    inference_transient_entry,
+    stage_activations,
+)
 from tools.rules.quant import Bnb4bitFormat, BnbInt8Format
+
+if TYPE_CHECKING:
+    from tools.resolve import ModelRef
 
 TRANSIENT_LABEL = "forward_transient"  # label code (tools/labels.py)
 TRANSIENT_SOURCE = "largest live set inside one layer of a no-grad forward; calibration.INFERENCE_TRANSIENT_*"
@@ -82,8 +94,8 @@ def training_activations(ts: TrainStep) -> TrainingActivations:
     residual_bytes = (
         ts.fmt.compute_bytes if ts.adapters else recipe.residual_bytes
     )  # 16-bit base: 16-bit residual
-    act = stage_activations(
-        ts.arch,
+    act = _stage_activations(
+        ts.model,
         b=ts.batch,
         s=s_local,
         act_bytes=recipe.activation_bytes,
@@ -107,6 +119,18 @@ def training_activations(ts: TrainStep) -> TrainingActivations:
             trains=ts.full,
         )
     return TrainingActivations(act, final_norm)
+
+
+@memo_args  # a planner search asks the same stage of many candidates (keyed on the model by identity)
+def _stage_activations(model: ModelRef, **settings: Any) -> StageActivations:
+    return stage_activations(model.arch, **settings)
+
+
+@memo_args
+def transient_entry(model: ModelRef, **settings: Any) -> Entry:
+    """`tools.rules.activations.inference_transient_entry` of `model`'s architecture, shared by the
+    candidates of a planner search."""
+    return inference_transient_entry(model.arch, **settings)
 
 
 def activations_part(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tools.call_memo import memo_args
 from tools.model.lora import decoder_linears
 from tools.rules.parallel import Stage
 from tools.rules.quant import WeightFormat
@@ -48,8 +49,14 @@ def _linear_elements(pb) -> tuple[int, int, int, int]:
 def local_params(model: ModelRef, rs: ResolvedScenario, stage: Stage) -> LocalParams:
     """Megatron layout: linears split by t (experts by t x ep), norms replicated, the vocab-parallel
     embedding on the first stage and the LM head on the last (tools/rules/parallel.py)."""
-    pb, lay = model.params, rs.layout
-    tp, ep, n_layers = lay.tp, lay.ep, pb.num_layers
+    lay = rs.layout
+    return _local_params(model, lay.tp, lay.ep, lay.pp, stage)
+
+
+@memo_args  # a planner search asks the same slice for many candidates
+def _local_params(model: ModelRef, tp: int, ep: int, pp: int, stage: Stage) -> LocalParams:
+    pb = model.params
+    n_layers = pb.num_layers
     dense_el, exp_el, rep_el, bias = _linear_elements(pb)
     layer_other = pb.layers_total - dense_el - exp_el - rep_el - bias
     f = stage.n_layers / n_layers
@@ -58,7 +65,7 @@ def local_params(model: ModelRef, rs: ResolvedScenario, stage: Stage) -> LocalPa
     emb = pb.embedding / tp if stage.first else 0
     if stage.last:
         head = pb.lm_head / tp
-        if lay.pp > 1 and not pb.lm_head:  # tied: Megatron keeps the word embedding on the last stage too
+        if pp > 1 and not pb.lm_head:  # tied: Megatron keeps the word embedding on the last stage too
             head = pb.embedding / tp
         emb += head
     other = (bias / tp + layer_other) * f + emb + ((pb.final_norm + pb.extra) if stage.last else 0)

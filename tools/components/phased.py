@@ -7,8 +7,8 @@ each phase, with the formula, the substituted figures and the source. The footpr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from tools.notes import Note
 from tools.result import Component
@@ -25,9 +25,9 @@ Entry = tuple[int, Texts]  # (bytes, texts)
 At = dict[str, Entry]  # phase -> entry; an absent phase = not resident
 
 
-@dataclass(frozen=True)
-class PhasedComponent:
-    """One named tensor group with its bytes at each phase (absent phase = not resident)."""
+class PhasedComponent(NamedTuple):
+    """One named tensor group with its bytes at each phase (absent phase = not resident). An immutable
+    value (a named tuple: a footprint makes dozens per planner candidate; `_replace` for a changed copy)."""
 
     name: str
     label: str  # a label code (tools/labels.py LABEL_CODES); `label_values` fill it
@@ -41,20 +41,19 @@ class PhasedComponent:
         entry = self.at.get(phase)
         return entry[0] if entry else 0
 
-    def component_at(self, phase: str) -> Component | None:
+    def component_at(self, phase: str, built: dict[Entry, Component] | None = None) -> Component | None:
+        """The Component resident at `phase` (None when it holds no bytes then). `built`: Components
+        made so far from this part's entries, so that phases with the same entry share one (components
+        are never mutated)."""
         entry = self.at.get(phase)
         if not entry or entry[0] <= 0:
             return None
-        # one Component per distinct entry: phases with the same entry share it (components are never
-        # mutated); the memo is made on first use, so footprints only summed (the planner) skip it
-        memo = self.__dict__.get("_built")
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, "_built", memo)
-        built = memo.get(entry)
         if built is None:
-            built = memo[entry] = self._component(entry)
-        return built
+            return self._component(entry)
+        got = built.get(entry)
+        if got is None:
+            got = built[entry] = self._component(entry)
+        return got
 
     def _component(self, entry: Entry) -> Component:
         formula, substituted = entry[1]()
@@ -74,8 +73,7 @@ class PhasedComponent:
         )
 
 
-@dataclass(frozen=True)
-class ModelFootprint:
+class ModelFootprint(NamedTuple):
     """One model's components on its most loaded GPU, phase by phase, with the notes they raised."""
 
     phases: tuple[str, ...]
@@ -89,6 +87,18 @@ class ModelFootprint:
 
     def components_at(self, phase: str) -> list[Component]:
         return [c for c in (p.component_at(phase) for p in self.parts) if c is not None]
+
+    def components_by_phase(self) -> dict[str, list[Component]]:
+        """`components_at` of every phase, a part's phases with the same entry sharing one Component."""
+        built: list[dict[Entry, Component]] = [{} for _ in self.parts]
+        return {
+            ph: [
+                c
+                for c in (p.component_at(ph, memo) for p, memo in zip(self.parts, built, strict=True))
+                if c is not None
+            ]
+            for ph in self.phases
+        }
 
     def peak_phase(self) -> str:
         return max(self.phases, key=self.bytes_at)  # first of equal maxima (step order)
@@ -139,8 +149,11 @@ def phased(
 ) -> PhasedComponent | None:
     """The component (`label`: its label code, filled by `label_values`), or None when it holds no
     bytes at any phase (nothing to show)."""
-    if any(v[0] > 0 for v in at.values()):
-        return PhasedComponent(name, label, cite(source), at, role, note_code, tuple(label_values.items()))
+    for entry in at.values():
+        if entry[0] > 0:
+            return PhasedComponent(
+                name, label, cite(source), at, role, note_code, tuple(label_values.items())
+            )
     return None
 
 

@@ -36,7 +36,6 @@ Not traced (modelled from their source, stated in the notes): sample packing, FP
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tools.assumptions import assumption
@@ -200,7 +199,7 @@ def _offloaded_layer_inputs(
     for ph, entry in p.at.items():
         nb = max(0, entry[0] - moved)
         at[ph] = derived(entry, nb, " - A_offloaded", lambda s, nb=nb: f"{s} - {moved:,} B = {nb:,} B")
-    parts[i] = replace(p, label="activations.offloaded", at=at)  # same values (recompute, kernel)
+    parts[i] = p._replace(label="activations.offloaded", at=at)  # same values (recompute, kernel)
     notes.append(note("activation_offloading"))
     return parts
 
@@ -215,7 +214,7 @@ def _master_weight_wrapper(
     role = ts.role
     assert rs.recipe is not None
     phases = ("end_of_forward", "backward", "optimizer_step")
-    recipe_filled = any(a.field == "precision_recipe" for a in rs.assumptions)
+    recipe_filled = rs.assumed("precision_recipe")
     if rs.recipe.name == "mixed" and lay.zero_stage == 0 and not lay.offload_optimizer and recipe_filled:
         # the default recipe of a 16-bit full fine-tune is the ZeRO paper's 16 B/param model, kept as it is;
         # the wrapper's step below applies when "mixed" (DeepSpeed) is stated
@@ -258,7 +257,7 @@ def _master_weight_wrapper(
 def pipeline_microbatches(rs: ResolvedScenario) -> int:
     """Megatron get_num_microbatches: global batch / (micro-batch x DP) when the global batch is stated."""
     sc, lay = rs.scenario, rs.layout
-    filled = any(a.field == "pp_microbatches" for a in rs.assumptions)
+    filled = rs.assumed("pp_microbatches")
     if sc.pp_microbatches and not (filled and sc.global_batch_size):
         return sc.pp_microbatches
     if sc.global_batch_size:
@@ -295,7 +294,7 @@ def _pipeline_schedule(rs: ResolvedScenario, parts: list[PhasedComponent], stage
             at[ph] = derived(
                 entry, nb, " x m_schedule / m_1F1B", lambda s, nb=nb: f"{s} x {new:g}/{base:g} = {nb:,} B"
             )
-        out.append(replace(p, at=at))
+        out.append(p._replace(at=at))
     values = {"schedule": schedule, "stage": stage.index + 1, "stages": lay.pp, "in_flight": f"{new:g}"}
     values |= {"in_flight_1f1b": f"{base:g}", "microbatches": m}
     if schedule == "interleaved":

@@ -11,6 +11,7 @@ Freeze tuning (LLaMA-Factory `freeze_trainable_layers`): the last N decoder laye
 
 from __future__ import annotations
 
+from tools.call_memo import memo_args
 from tools.errors import ScenarioError
 from tools.model.architecture import LinearShape, ParamBreakdown
 from tools.rules.optimizers import TrainableSpec
@@ -105,6 +106,28 @@ def lora_trainable(
     )
 
 
+# lora_trainable is pure and costs a quarter of a resolve: the planner resolves the same model and rank
+# for many candidates (and PPO's critic takes the actor's adapters). Keyed by the breakdown's identity
+# (catalog models are cached objects); the entry keeps its breakdown alive, so an id is never reused
+# while its entry exists.
+_LORA_SPECS: dict[tuple[int, int, tuple[str, ...], bool], tuple[ParamBreakdown, TrainableSpec]] = {}
+
+
+def lora_spec(
+    pb: ParamBreakdown, rank: int, targets: list[str] | tuple[str, ...], dora: bool
+) -> TrainableSpec:
+    """`lora_trainable(pb, rank, targets, dora=dora)`, made once per distinct model, rank and targets."""
+    key = (id(pb), rank, tuple(targets), dora)
+    hit = _LORA_SPECS.get(key)
+    if hit is not None and hit[0] is pb:
+        return hit[1]
+    spec = lora_trainable(pb, rank, targets, dora=dora)
+    if len(_LORA_SPECS) >= 256:
+        _LORA_SPECS.clear()
+    _LORA_SPECS[key] = (pb, spec)
+    return spec
+
+
 def hidden_of(params: ParamBreakdown) -> int:
     """The hidden size, from the first decoder linear reading the residual stream."""
     for lin in params.linears:
@@ -113,6 +136,7 @@ def hidden_of(params: ParamBreakdown) -> int:
     return params.linears[0].in_features if params.linears else 1
 
 
+@memo_args  # every full fine-tuning candidate of a planner search
 def full_trainable(params: ParamBreakdown, hidden: int) -> TrainableSpec:
     """Every parameter trainable: linears, embeddings and LM head as matrices, the rest 1-D."""
     matrices = [(lin.out_features, lin.in_features, lin.count) for lin in params.linears]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.assumptions import assumption
+from tools.assumptions import Said, made
 from tools.notes import Note, note
 from tools.result import Assumption
 
@@ -15,18 +15,28 @@ MAX_TOKENS_PER_MICROBATCH = 1 << 31  # beyond this no real job fits anywhere: tr
 
 
 class Filled:
-    """Collects filled fields and their assumptions, and the notes (warnings that do not stop the estimate)."""
+    """Collects filled fields and their assumptions (as records: tools/assumptions.py `Said`), and the notes
+    (warnings that do not stop the estimate)."""
 
     def __init__(self) -> None:
         self.changes: dict[str, Any] = {}
-        self.assumptions: list[Assumption] = []
+        self.said: list[Said] = []
         self.notes: list[Note] = []
 
     def fill(self, name: str, value: Any, code: str, /, **values: object) -> Any:
         """Set `name` = `value`, recorded as an assumption said by `code` (tools/assumptions.py)."""
         self.changes[name] = value
-        self.assumptions.append(assumption(name, value, code, **values))
+        self.said.append((name, value, code, values))
         return value
+
+    def assume(self, name: str, value: object, code: str, /, **values: object) -> None:
+        """Record an assumption about `name` that sets no field (how a name was read, image tokens)."""
+        self.said.append((name, value, code, values))
+
+    @property
+    def assumptions(self) -> list[Assumption]:
+        """The recorded assumptions as Assumption objects (made on each call)."""
+        return made(self.said)
 
     def note(self, code: str, /, **values: object) -> None:
         self.notes.append(note(code, **values))

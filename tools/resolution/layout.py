@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from tools.assumptions import assumption
 from tools.resolution.checks import (
     check_gpu_split,
     check_parallel,
@@ -35,7 +34,7 @@ def look_up_gpu(sc: Scenario, f: Filled) -> tuple[GpuSpec, GpuAlias | None]:
     gpu_name = sc.gpu or f.fill("gpu", DEFAULT_GPU, "gpu.default")
     gpu, alias_note = find_gpu(gpu_name)
     if alias_note:
-        f.assumptions.append(assumption("gpu", gpu.id, alias_note.code, **alias_note.values))
+        f.assume("gpu", gpu.id, alias_note.code, **alias_note.values)
     return gpu, alias_note
 
 

@@ -6,20 +6,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from tools.assumptions import assumption
+from tools.assumptions import Said, said
 from tools.errors import ScenarioError
 from tools.model.architecture import Architecture, ParamBreakdown
 from tools.notes import Note, note
-from tools.result import Assumption
 
 if TYPE_CHECKING:
     from tools.resolution.defaults import Filled
     from tools.scenario import Scenario
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ModelRef:
-    """One model of the job: its name, architecture and exact parameter breakdown."""
+    """One model of the job: its name, architecture and exact parameter breakdown. Compared and hashed by
+    identity (each is made once per model name and reused: tools/call_memo.py keys on it)."""
 
     id: str
     name: str
@@ -73,9 +73,10 @@ def _size_label(params: int) -> str:
 
 def resolve_model_ref(
     model: str | None, params: int | None, architecture: Architecture | None
-) -> tuple[ModelRef, list[Assumption], list[str]]:
-    """The model a scenario names (catalog id, bare size, explicit architecture or a parameter count)."""
-    assumptions: list[Assumption] = []
+) -> tuple[ModelRef, list[Said], list[Note]]:
+    """The model a scenario names (catalog id, bare size, explicit architecture or a parameter count), with
+    the assumptions (records, tools/assumptions.py) and notes of how it was read."""
+    assumptions: list[Said] = []
     notes: list[Note] = []
     if architecture is not None:
         ref = ModelRef(
@@ -84,7 +85,7 @@ def resolve_model_ref(
     elif model:
         ref, assumed = _catalog_model(model.strip())
         if assumed:
-            assumptions.append(assumption("model", ref.id, assumed[0], **assumed[1]))
+            assumptions.append(said("model", ref.id, assumed[0], **assumed[1]))
     elif params:
         # an explicit count is honoured exactly: a dense decoder of that many parameters, shapes typical of
         # the size (tools.catalog.sizes.architecture_for_params); 7e9 in fp16 is 14.0 GB of weights
@@ -98,7 +99,7 @@ def resolve_model_ref(
             ) from None
         label = _size_label(params)
         ref = ModelRef(label, label, arch, _breakdown(arch))
-        assumptions.append(assumption("model", ref.id, "model.from_params", params=params, **shape))
+        assumptions.append(said("model", ref.id, "model.from_params", params=params, **shape))
     else:
         raise ScenarioError(
             "model",
@@ -106,13 +107,14 @@ def resolve_model_ref(
             accepted="a catalog model (llama-2-7b, Qwen2.5-7B), a size (7B, 70亿), params, or an HF config",
             code="no_model",
         )
-    if params and ref.params.total and abs(params - ref.params.total) / ref.params.total > 0.02:
+    total = ref.params.total
+    if params and total and abs(params - total) / total > 0.02:
         notes.append(
             note(
                 "params_differ_from_architecture",
                 params=params,
                 model=ref.name,
-                architecture_params=ref.params.total,
+                architecture_params=total,
             )
         )
     return ref, assumptions, notes
@@ -121,7 +123,7 @@ def resolve_model_ref(
 def look_up_model(sc: Scenario, f: Filled) -> ModelRef:
     """Stage 1: the model, its assumptions and notes; the scenario gets the exact parameter count."""
     ref, assumptions, notes = resolve_model_ref(sc.model, sc.params, sc.architecture)
-    f.assumptions.extend(assumptions)
+    f.said.extend(assumptions)
     f.notes.extend(notes)
     f.changes["params"] = ref.params.total
     if sc.model is None and sc.architecture is None:

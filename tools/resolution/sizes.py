@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.assumptions import assumption
 from tools.resolution.checks import check_max_new_tokens, check_tokens
 from tools.resolution.defaults import Filled
 
@@ -33,16 +32,14 @@ def sizes(sc: Scenario, arch: Architecture, training: bool, f: Filled) -> tuple[
             image_seq = sc.images * arch.image_tokens
             # recorded beside seq_len, which stays the text length (re-resolving never adds the images twice)
             # a 1024 x 1024 image resized to 1036 x 1036: 37 x 37 merged 28-pixel patches
-            f.assumptions.append(
-                assumption(
-                    "images",
-                    sc.images,
-                    "images.tokens",
-                    text_tokens=seq,
-                    images=sc.images,
-                    image_tokens=arch.image_tokens,
-                    decoder_tokens=seq + image_seq,
-                )
+            f.assume(
+                "images",
+                sc.images,
+                "images.tokens",
+                text_tokens=seq,
+                images=sc.images,
+                image_tokens=arch.image_tokens,
+                decoder_tokens=seq + image_seq,
             )
             seq += image_seq
         else:

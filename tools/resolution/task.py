@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tools.model.lora import freeze_trainable, full_trainable, linear_names, lora_trainable
+from tools.model.lora import freeze_trainable, full_trainable, linear_names, lora_spec
 from tools.resolution.checks import check_fine_tuning_settings, check_trainable_layers
 from tools.resolution.defaults import Filled
 from tools.rules.optimizers import TrainableSpec
@@ -75,22 +75,4 @@ def _adapters(sc: Scenario, pb: ParamBreakdown, arch: Architecture, f: Filled) -
         names = linear_names(pb)
         default = [n for n in PEFT_DEFAULT_TARGETS.get(arch.module_names, ["q_proj", "v_proj"]) if n in names]
         targets = f.fill("lora_targets", default or ["all-linear"], "lora_targets.default")
-    return _lora_spec(pb, rank, targets, sc.dora)
-
-
-# lora_trainable is pure and costs a quarter of a resolve: the planner resolves the same model and rank
-# for many candidates. Keyed by the breakdown's identity (catalog models are cached objects); the entry
-# keeps its breakdown alive, so an id is never reused while its entry exists.
-_LORA_SPECS: dict[tuple[int, int, tuple[str, ...], bool], tuple[ParamBreakdown, TrainableSpec]] = {}
-
-
-def _lora_spec(pb: ParamBreakdown, rank: int, targets: list[str], dora: bool) -> TrainableSpec:
-    key = (id(pb), rank, tuple(targets), dora)
-    hit = _LORA_SPECS.get(key)
-    if hit is not None and hit[0] is pb:
-        return hit[1]
-    spec = lora_trainable(pb, rank, targets, dora=dora)
-    if len(_LORA_SPECS) >= 256:
-        _LORA_SPECS.clear()
-    _LORA_SPECS[key] = (pb, spec)
-    return spec
+    return lora_spec(pb, rank, targets, sc.dora)

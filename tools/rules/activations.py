@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tools import calibration as cal
 from tools.model.architecture import Architecture
@@ -83,6 +84,7 @@ class SaveMask:
     lora_dropout: bool = False
 
     @classmethod
+    @lru_cache(maxsize=256)  # a frozen value per distinct (targets, copies)
     def for_targets(
         cls, targets: tuple[str, ...] | frozenset[str], *, own_input_copies: bool = False
     ) -> SaveMask:

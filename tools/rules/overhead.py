@@ -22,11 +22,10 @@ def allocator_slack_bytes(tensor_peak_bytes: int) -> int:
 
 def overhead_bytes(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> int:
     """The sum of `overhead_components` (same terms), without building them: what the planner compares."""
-    groups = layout.communicators(training=training)
     return (
         cal.CUDA_CONTEXT_BYTES
         + allocator_slack_bytes(tensor_peak_bytes)
-        + len(groups) * cal.NCCL_BYTES_PER_COMMUNICATOR
+        + layout.communicator_count(training=training) * cal.NCCL_BYTES_PER_COMMUNICATOR
     )
 
 
@@ -41,6 +40,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             source="calibration.CUDA_CONTEXT_BYTES (vLLM profiler non-torch memory; llm-d per-GPU overhead)",
             label=None,
             label_code="cuda_context",
+            label_values={},
             model_role=None,
             note_code=None,
             note=None,
@@ -62,6 +62,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
             source="PyTorch caching allocator (reserved - allocated); calibration.ALLOCATOR_SLACK_FRACTION",
             label=None,
             label_code="allocator_slack",
+            label_values={},
             model_role=None,
             note_code=None,
             note=None,
@@ -80,6 +81,7 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
                 source="NCCL docs (NCCL_BUFFSIZE 4 MiB x channels); calibration.NCCL_BYTES_PER_COMMUNICATOR",
                 label=None,
                 label_code="nccl_buffers",
+                label_values={},
                 model_role=None,
                 note_code=None,
                 note=None,

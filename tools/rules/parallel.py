@@ -17,12 +17,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Stage:
-    """One pipeline stage: its layers and the micro-batches in flight on it."""
+class Stage(NamedTuple):
+    """One pipeline stage: its layers and the micro-batches in flight on it (an immutable value)."""
 
     index: int
     num_stages: int
@@ -39,9 +38,9 @@ class Stage:
         return self.index == self.num_stages - 1
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How the job is spread over its GPUs: TP, PP, CP, EP, ZeRO stage and offload."""
+class Layout(NamedTuple):
+    """How the job is spread over its GPUs: TP, PP, CP, EP, ZeRO stage and offload (an immutable value,
+    made once per candidate of a planner search and a key of its memo: a named tuple)."""
 
     num_gpus: int = 1
     tp: int = 1
@@ -104,6 +103,11 @@ class Layout:
             else:
                 parts.append({"code": "dp_rank", "values": {"of": self.dp}})
         return tuple(parts) or ({"code": "single_gpu", "values": {}},)
+
+    def communicator_count(self, *, training: bool) -> int:
+        """len(communicators(training=training)), without naming them (what the planner sums)."""
+        n = (self.tp > 1) + (self.pp > 1) + (self.cp > 1) + (self.ep > 1)
+        return n + (1 if training and self.dp > 1 else 0)
 
     def communicators(self, *, training: bool) -> list[str]:
         """Process groups that allocate NCCL buffers on this GPU."""

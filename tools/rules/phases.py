@@ -10,6 +10,7 @@ The reported peak is the phase with the most live tensor bytes; its components a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from tools.notes import note
 from tools.result import Component, PhasePeak
@@ -54,6 +55,7 @@ class GradsFromBackward:
     note = note("gradients_from_backward")
 
 
+@lru_cache(maxsize=64)  # a pure function of four settings; the planner asks it for every candidate
 def gradient_lifetime(
     *, zero_stage: int, recipe: str, model_parallel: bool, accumulation_steps: int
 ) -> GradsWholeStep | GradsFromBackward:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tools.model.architecture import LinearShape
 from tools.rules.gguf import GGUF_DTYPES, Exl2Format, GgufFormat
@@ -193,6 +194,7 @@ QUANTISED_DTYPES = ("fp8", "int8", "int4", "nf4", *GGUF_DTYPES, "exl2")
 INFERENCE_ONLY_METHOD: dict[str, str] = {**dict.fromkeys(GGUF_DTYPES, "gguf"), "exl2": "exl2"}
 
 
+@lru_cache(maxsize=256)  # formats are frozen values: one object per distinct storage
 def weight_format(
     weight_dtype: str,
     quant_method: str | None,
