@@ -1,4 +1,4 @@
-"""service/agent/copies.py: `copy_with` is `model_copy(update=...)` for every part of real Estimates (fields,
+"""tools/copies.py: `copy_with` is `model_copy(update=...)` for every part of real Estimates (fields,
 fields set, extra and private state, JSON), never the same object, and leaves the original as it was."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, PrivateAttr
 
-from service.agent.copies import copy_with
+from tools.copies import copy_with
 from tools.estimator import estimate
 from tools.scenario import Scenario
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import random
 import re
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.agent.assumption_text import code_text
 from service.agent.fill_text import PLACEHOLDER, fill, fill_plain, value_text
+from tests.prompt_support import prompt_templates
 
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 _OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
 EDGE_CASES = [
     "",
@@ -56,24 +54,7 @@ def _definition(template: str, values: dict[str, Any], joiner: str = ", ") -> st
     return _plain_definition(_OPTIONAL.sub(optional, template), said)
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _templates() -> list[str]:
-    found = set(EDGE_CASES)
-    for path in sorted(PROMPTS.glob("*/*.toml")):
-        found.update(s for s in _strings(tomllib.loads(path.read_text(encoding="utf-8"))) if "$" in s)
-    return sorted(found)
-
-
-TEMPLATES = _templates()
+TEMPLATES = prompt_templates(EDGE_CASES)
 
 
 def test_the_prompt_files_have_optional_parts() -> None:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import random
 import string
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from service.agent.templating import Template
+from tests.prompt_support import prompt_templates
 
-PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 EDGE_CASES = [
     "",
     "$",
@@ -38,24 +36,7 @@ EDGE_CASES = [
 ]
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _templates() -> list[str]:
-    found = set(EDGE_CASES)
-    for path in sorted(PROMPTS.glob("*/*.toml")):
-        found.update(s for s in _strings(tomllib.loads(path.read_text(encoding="utf-8"))) if "$" in s)
-    return sorted(found)
-
-
-TEMPLATES = _templates()
+TEMPLATES = prompt_templates(EDGE_CASES)
 
 
 def test_the_prompt_files_have_templates() -> None:

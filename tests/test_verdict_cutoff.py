@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tools.planner as planner
+from benchmarks.estimator_speed import PLAN, PLAN_RL
 from tests.golden.make_corpus import read_corpus
 from tools import cutoff
 from tools.errors import ScenarioError
@@ -15,22 +16,8 @@ from tools.resolve import resolve
 from tools.scenario import TRAINING_TASKS, Scenario
 
 BENCH_JOBS = [
-    {
-        "model": "llama-3-8b",
-        "task": "full_finetune",
-        "gpu": "4090",
-        "num_gpus": 1,
-        "batch_size": 8,
-        "seq_len": 4096,
-    },
-    {
-        "model": "llama-2-7b",
-        "task": "ppo",
-        "gpu": "a100-80gb",
-        "num_gpus": 1,
-        "batch_size": 4,
-        "seq_len": 2048,
-    },
+    PLAN,
+    PLAN_RL,
     {
         "model": "llama-2-13b",
         "task": "dpo",

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from tools.copies import copy_with
 from tools.model.architecture import Architecture, reject_bool_for_number
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
@@ -306,12 +307,7 @@ class Scenario(BaseModel):
 
     def updated(self, changes: dict[str, Any]) -> Scenario:
         """`model_copy(update=changes)`: the values taken as they are (not validated), marked as set."""
-        new = Scenario.__new__(Scenario)
-        object.__setattr__(new, "__dict__", {**self.__dict__, **changes})
-        object.__setattr__(new, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
-        object.__setattr__(new, "__pydantic_extra__", None)
-        object.__setattr__(new, "__pydantic_private__", None)
-        return new
+        return copy_with(self, changes)
 
     def stated(self) -> dict[str, Any]:
         """Only what was stated (non-None, non-default)."""

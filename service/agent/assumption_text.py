@@ -12,11 +12,11 @@ from functools import lru_cache
 from typing import Any
 
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
-from service.agent.copies import copy_with
 from service.agent.fill_text import PLACEHOLDER as PLACEHOLDER  # re-exported: the placeholder pattern
 from service.agent.fill_text import fill, remembered
 from service.agent.prompt_files import load_toml
 from service.agent.suggestion_text import english_suggestion
+from tools.copies import copy_with
 from tools.result import Assumption, Component, Estimate
 
 # Codes the service makes itself (the question parser's choices, the Hub look-up) -> the values they use

@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from service.agent.copies import copy_with
 from service.agent.prompt_files import load_toml
 from service.agent.templating import split, substitute
+from tools.copies import copy_with
 from tools.result import Suggestion
 
 

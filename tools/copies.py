@@ -1,9 +1,10 @@
-"""`copy_with`: `model.model_copy(update=...)` for the Estimate's plain parts, without its generic steps.
+"""`copy_with`: `model.model_copy(update=...)` for plain models, without its generic steps.
 
-`with_english_text` copies every component, assumption and suggestion of an answer's Estimate to add its
-English words (the estimator's objects are never changed in place); pydantic's copy goes through
-`copy.copy` three times per object (a tenth of an answer's text work). A plain model (no extra fields, no
-private attributes) is copied here in one step; any other model goes through `model_copy`.
+Pydantic's copy goes through `copy.copy` three times per object. Copies are made often: each of a planner
+search's candidate scenarios (tools/scenario.py `Scenario.updated`), and every component, assumption and
+suggestion of an answer's Estimate when the service adds its English words (the estimator's objects are
+never changed in place; a tenth of an answer's text work). A plain model (no extra fields, no private
+attributes) is copied here in one step; any other model goes through `model_copy`.
 """
 
 from __future__ import annotations
