@@ -64,6 +64,37 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
             assert new.text == old.text
 
 
+def _constructed(ev: object) -> object:
+    """What `sse_wire.decode` built before `_built`: model_construct with the fields it holds, then each
+    private attribute set (a lazily read field left out of `__dict__`)."""
+    cls = type(ev)
+    ref = cls.model_construct(**ev.__dict__)  # type: ignore[attr-defined]
+    for name in getattr(cls, "_lazy_types", {}):
+        if name not in ev.__dict__:  # type: ignore[attr-defined]
+            ref.__dict__.pop(name, None)
+    for name, value in (ev.__pydantic_private__ or {}).items():  # type: ignore[attr-defined]
+        setattr(ref, name, value)
+    return ref
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+async def test_decoded_events_hold_what_model_construct_builds(agent: OfflineAgent, question: str) -> None:
+    events = await _events(agent, question, ConversationState(conversation_id="c-1"))
+    memo: dict[object, str] = {}
+    for wire in [sse_wire.encode(ev, "en", memo) for ev in events]:
+        ev = sse_wire.decode(wire, ADAPTER)
+        models = [ev, ev.answer] if isinstance(ev, DoneEvent) else [ev]
+        for model in models:
+            ref = _constructed(model)
+            assert type(ref) is type(model)
+            assert list(model.__dict__.items()) == list(ref.__dict__.items())  # type: ignore[attr-defined]
+            assert model.__pydantic_fields_set__ == ref.__pydantic_fields_set__  # type: ignore[attr-defined]
+            assert model.__pydantic_extra__ == ref.__pydantic_extra__  # type: ignore[attr-defined]
+            assert model.__pydantic_private__ == ref.__pydantic_private__  # type: ignore[attr-defined]
+            # every private attribute the class declares is there (one left out gets its default)
+            assert set(model.__pydantic_private__ or {}) == set(type(model).__private_attributes__)
+
+
 async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgent) -> None:
     events = await _events(agent, QUESTIONS[0], ConversationState(conversation_id="worker-id"))
     done = sse_wire.decode(sse_wire.encode(events[-1], "en", {}), ADAPTER)
