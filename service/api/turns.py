@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
+from functools import cached_property
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
@@ -37,6 +38,13 @@ class PreparedTurn:
     owner: str | None = None  # digest of the API key that asks (None: keys are off)
     turn_id: int | None = None  # the stored question (`TurnRunner.begin`)
     begun: bool = False
+
+    @cached_property
+    def answer_language(self) -> Language:
+        """The language the answer is expected in, by the agents' own rule (offline agent): the stated one,
+        else the question's, else the conversation's (worked out once a turn: the store and the chat stream
+        both need it)."""
+        return self.language or detect_language(self.question, default=self.state.language or "en")
 
 
 def new_conversation_id() -> str:
@@ -155,11 +163,9 @@ class TurnRunner:
         if turn.begun:
             return
         turn.begun = True
-        # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
-        language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
         try:
             turn.turn_id = await self.store.begin_turn(
-                turn.conversation_id, turn.question, language, owner=turn.owner
+                turn.conversation_id, turn.question, turn.answer_language, owner=turn.owner
             )
         except Exception:
             log.exception("could not store the question of conversation %s", turn.conversation_id)
