@@ -118,6 +118,18 @@ async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgen
     assert payload == {**dumped, "display": payload["display"]}
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"conversation_id": "c-1", "agent": "offline"},
+        {"conversation_id": 'a "quoted"\nline\r\nand\rmore \u2028 \u0085 对话 \\', "agent": "llm->offline"},
+        {"text": "", "nested": {"list": [1, 2.5, None, True]}},
+    ],
+)
+def test_event_bytes_are_what_sse_starlette_writes(payload: dict[str, object]) -> None:
+    assert sse_wire.event_bytes("meta", payload) == sse_wire.sse("meta", payload).encode()
+
+
 async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
     async def source() -> AsyncIterator[int]:
         yield 1

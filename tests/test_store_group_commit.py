@@ -42,7 +42,9 @@ def _count_commits(store: ConversationStore, monkeypatch: pytest.MonkeyPatch) ->
 
 
 async def _finish(store: ConversationStore, turn_id: int, cid: str) -> None:
-    await store.finish_turn(turn_id, cid, answer=f"answer {cid}", status="done", language="en", agent="offline")
+    await store.finish_turn(
+        turn_id, cid, answer=f"answer {cid}", status="done", language="en", agent="offline"
+    )
 
 
 async def test_answers_arriving_while_others_are_answered_share_a_commit(
@@ -94,6 +96,8 @@ async def test_a_group_waits_at_most_the_quiet_period_for_the_next_answer(
     sizes = _count_commits(store, monkeypatch)
     first, _still_answering = [await store.begin_turn(f"c{i}", f"q{i}", "en") for i in range(2)]
     start = time.monotonic()
-    await _finish(store, first, "c0")  # another turn is open but sends nothing: committed after the quiet period
+    await _finish(
+        store, first, "c0"
+    )  # another turn is open but sends nothing: committed after the quiet period
     assert QUIET_S * 0.9 <= time.monotonic() - start < WAIT_BOUND_S
     assert sizes == [1]

@@ -26,7 +26,7 @@ from service.api.auth import OwnerDep
 from service.api.deps import ChatContextDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_responses, sse_doc
-from service.api.sse_wire import sse, turn_frames
+from service.api.sse_wire import event_bytes, turn_frames
 from service.api.streaming import EventStream, LastChunk, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
@@ -44,7 +44,7 @@ CHUNK_SECONDS = 0.05  # events arriving within this of a batch's first one go ou
 async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
     """The question stored, `meta`, then the agent's events; those ready together go out in one write."""
     await runner.begin(turn)  # before `meta`: a conversation id handed out already holds the question
-    yield sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
+    yield event_bytes("meta", {"conversation_id": turn.conversation_id, "agent": agent_name})
     language = turn.answer_language
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         data = b"".join(turn_frames(ev, language) for ev in batch)

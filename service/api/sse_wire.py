@@ -74,6 +74,12 @@ def sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(event=name, data=dumps(payload))
 
 
+def event_bytes(name: str, payload: dict[str, Any]) -> bytes:
+    """`sse(name, payload).encode()`, without ServerSentEvent's line splitting (a regex and a StringIO):
+    the JSON `dumps` writes has no line break, so it is one `data:` line."""
+    return _frame(name, dumps(payload)).encode()
+
+
 def display_payload(estimate: Estimate, language: str) -> dict[str, Any]:
     """The `display` event: the estimate's panel texts in the answer's language (render.display_panels)."""
     return display_panels(estimate, language).model_dump(mode="json")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
@@ -81,6 +82,22 @@ class LastChunk(bytes):
 PING = b": ping\r\n\r\n"  # an SSE comment: keeps proxies from closing an idle stream, ignored by clients
 
 
+@functools.lru_cache(maxsize=32)
+def _raw_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
+    """An event stream's header lines with the route's `headers` (a route passes the same few on every
+    request: encoded once each)."""
+    merged = {
+        "Cache-Control": "no-store",
+        **dict(headers),
+        "Connection": "keep-alive",
+        "X-Accel-Buffering": "no",
+    }
+    return (
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()),
+    )
+
+
 class EventStream(Response):
     """A `text/event-stream` ASGI response over an async iterator of encoded SSE bytes.
 
@@ -106,15 +123,7 @@ class EventStream(Response):
         self.status_code = status_code
         self.background = None
         self.body = b""
-        merged = {
-            "Cache-Control": "no-store",
-            **(headers or {}),
-            "Connection": "keep-alive",
-            "X-Accel-Buffering": "no",
-        }
-        self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()
-        ]
+        self.raw_headers = list(_raw_headers(tuple((headers or {}).items())))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         loop = asyncio.get_running_loop()

@@ -13,8 +13,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
@@ -39,12 +38,18 @@ class PreparedTurn:
     turn_id: int | None = None  # the stored question (`TurnRunner.begin`)
     begun: bool = False
 
-    @cached_property
+    _answer_language: Language | None = field(default=None, init=False, repr=False)
+
+    @property
     def answer_language(self) -> Language:
         """The language the answer is expected in, by the agents' own rule (offline agent): the stated one,
         else the question's, else the conversation's (worked out once a turn: the store and the chat stream
-        both need it)."""
-        return self.language or detect_language(self.question, default=self.state.language or "en")
+        both need it; not a functools.cached_property, which takes a lock on Python 3.11)."""
+        if self._answer_language is None:
+            self._answer_language = self.language or detect_language(
+                self.question, default=self.state.language or "en"
+            )
+        return self._answer_language
 
 
 def new_conversation_id() -> str:
