@@ -143,6 +143,40 @@ async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
     assert batches == [[1, 2], [3, 4]]
 
 
+async def test_ready_batches_window_ends_with_the_source_and_passes_its_error_on() -> None:
+    async def source() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+        await asyncio.sleep(0.01)
+        raise ValueError("agent failed")  # ends the window at once: no wait for the rest of it
+
+    batches: list[list[int]] = []
+    start = asyncio.get_running_loop().time()
+    with pytest.raises(ValueError, match="agent failed"):
+        async for batch in ready_batches(source(), window_s=5.0):
+            batches.append(batch)
+    assert batches == [[1, 2]]
+    assert asyncio.get_running_loop().time() - start < 4.0
+
+
+async def test_ready_batches_closed_early_stops_the_source() -> None:
+    stopped = asyncio.Event()
+
+    async def source() -> AsyncIterator[int]:
+        try:
+            yield 1
+            await asyncio.sleep(60)
+            yield 2
+        finally:
+            stopped.set()
+
+    batches = ready_batches(source(), window_s=0.01)
+    assert await anext(batches) == [1]
+    await batches.aclose()  # the client went away: the source is closed, not left waiting
+    async with asyncio.timeout(5):
+        await stopped.wait()
+
+
 async def test_event_stream_pings_an_idle_stream_and_ends_it() -> None:
     from service.api.streaming import PING, EventStream
 
