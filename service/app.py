@@ -12,6 +12,7 @@ configured; service/slack). OpenAPI docs at `/docs`.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        freeze_startup_objects()  # before the workers fork: they inherit it
         try:
             for a in lifecycle:  # worker processes fork first, while the process has no other threads
                 await a.start()
@@ -82,6 +84,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         finally:
             for a in lifecycle:
                 await a.stop()
+            gc.unfreeze()  # collectable again (an app started and stopped in a longer process, e.g. tests)
 
     app = FastAPI(
         title="VRAMwise",
@@ -115,6 +118,17 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
     install_docs(app)
     return app
+
+
+def freeze_startup_objects() -> None:
+    """What is alive when the service starts (the imported modules, pydantic's schemas, the catalogs:
+    ~150k objects) is moved out of the cyclic garbage collector's reach (gc.freeze, after a collection so
+    that no garbage is kept). Otherwise every full collection walks them all: under a steady chat load one
+    came every ~400 streams and took ~100 ms of the serving loop, ~0.25 ms per stream
+    (benchmarks/README.md, "Chat load"). Freed by reference counting as before; the lifespan unfreezes
+    them when the app stops."""
+    gc.collect()
+    gc.freeze()
 
 
 def add_routes(app: FastAPI, router: APIRouter) -> None:
