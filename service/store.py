@@ -1090,6 +1090,15 @@ class ConversationStore:
         self._direct_commits = 0
         self._checkpointing = asyncio.create_task(self._checkpoint(), name="conversation-wal-checkpoint")
 
+    async def _after_checkpoint(self) -> None:
+        """A WAL checkpoint of ours holds the file's write lock until it ends: a group waits for it here, then
+        is written directly. Refused by the lock, it went through the async engine, which waits for the same
+        lock in its thread and builds and compiles its statements again (a quarter of the writer's CPU under
+        the load of benchmarks/load_chat.py)."""
+        running = self._checkpointing
+        if running is not None and not running.done():
+            await asyncio.wait([running])
+
     async def _checkpoint(self) -> None:
         try:
             async with self._connect() as conn:
@@ -1109,6 +1118,7 @@ class ConversationStore:
         )
         cut = [t for t in turns if t.status == "interrupted"]
         if self._direct_writer is not None:
+            await self._after_checkpoint()
             try:
                 self._direct_writer.commit_finishes(final, cut)
                 self._committed_directly()
@@ -1153,6 +1163,7 @@ class ConversationStore:
                 scenario_of[t.conversation_id] = t.scenario_json
         ids = sorted(latest)  # every replica locks conversation rows in the same order: no deadlock
         if self._direct_writer is not None:
+            await self._after_checkpoint()
             try:
                 ids_given = self._direct_writer.commit_turns(
                     turns, [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids]

@@ -1,10 +1,13 @@
 """The conversation store's writer groups finished turns (service/store.py `_write_turns`): while other turns
 are being answered, answers that arrive within FINISH_QUIET_S of each other share one commit; an answer with
-no other turn open, and every new question, is committed at once."""
+no other turn open, and every new question, is committed at once; a group meeting the store's own WAL
+checkpoint waits for it and is written directly."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -101,3 +104,36 @@ async def test_a_group_waits_at_most_the_quiet_period_for_the_next_answer(
     )  # another turn is open but sends nothing: committed after the quiet period
     assert QUIET_S * 0.9 <= time.monotonic() - start < WAIT_BOUND_S
     assert sizes == [1]
+
+
+async def test_a_group_waits_for_a_checkpoint_of_ours_and_is_then_written_directly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's WAL checkpoint holds the file's write lock: a group committed meanwhile waits for it and is
+    written by the direct writer, not refused and sent through the async engine."""
+    path = tmp_path / "c.sqlite3"
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY_COMMITS", 1)  # every direct commit starts one
+    store = ConversationStore(f"sqlite+aiosqlite:///{path}")
+    await store.open()
+    holding = asyncio.Event()
+
+    async def slow_checkpoint() -> None:  # holds the lock as a RESTART checkpoint does, for 0.3 s
+        lock = sqlite3.connect(path, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        holding.set()
+        await asyncio.sleep(0.3)
+        lock.execute("COMMIT")
+        lock.close()
+
+    monkeypatch.setattr(store, "_checkpoint", slow_checkpoint)
+    try:
+        with caplog.at_level(logging.INFO, logger="service.store"):
+            await store.begin_turn("c0", "q0", "en")  # committed directly; starts the checkpoint
+            await holding.wait()
+            async with asyncio.timeout(WAIT_BOUND_S):
+                second = await store.begin_turn("c1", "q1", "en")
+        assert "refused" not in caplog.text
+        stored = await store.get("c1")
+        assert stored is not None and stored.turns[0].question == "q1" and second > 0
+    finally:
+        await store.close()
