@@ -73,8 +73,8 @@ READ_QUIET_S = 0.005  # no new read for this long: the burst has arrived
 # a few ms apart, and a commit of one turn costs ~90 us of the loop's CPU, of 8 turns ~30 us each
 # (benchmarks/load_chat.py); `done` waits for the commit, so it goes out at most FINISH_GATHER_S later. A turn
 # answered while no other is open is committed at once. New questions never wait (`meta` waits for them).
-FINISH_QUIET_S = 0.005
-FINISH_GATHER_S = 0.02
+FINISH_QUIET_S = 0.01
+FINISH_GATHER_S = 0.03
 CHECKPOINT_EVERY_COMMITS = 64  # direct commits between WAL checkpoints (run off the loop)
 DIRECT_READ_SLICE = 100  # ids per direct SQLite read on the loop (~5 ms CPU for 2-turn conversations)
 MAX_ID_CHARS = 200  # conversations.id is VARCHAR(200): longer ids cannot exist
