@@ -64,6 +64,29 @@ async def test_encoded_events_are_the_same_bytes(agent: OfflineAgent, question: 
             assert new.text == old.text
 
 
+async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgent) -> None:
+    events = await _events(agent, QUESTIONS[0], ConversationState(conversation_id="worker-id"))
+    done = sse_wire.decode(sse_wire.encode(events[-1], "en", {}), ADAPTER)
+    assert isinstance(done, DoneEvent)
+    # what TurnRunner does: copy the answer with the turn's id, wrap it in a new DoneEvent
+    answer = done.answer.model_copy(update={"conversation_id": 'turn "id" 对话'})
+    frame = sse_wire.turn_frames(DoneEvent(answer=answer), "en")
+    name, data = frame.decode().split("\r\n")[:2]
+    assert name == "event: done"
+    payload = json.loads(data.removeprefix("data: "))
+    assert payload["conversation_id"] == 'turn "id" 对话'
+    original = events[-1].answer
+    assert (
+        answer.scenario == original.scenario and answer.estimate == original.estimate
+    )  # what the store reads
+    assert answer.answer == original.answer and answer.language == original.language
+    # the scenario as the store writes it travels with the answer (nothing to decode to store it)
+    assert answer.stored_scenario_json() == (True, original.scenario.model_dump_json(exclude_none=True))
+    dumped = answer.model_dump(mode="json")  # every field, decoded on demand
+    assert dumped == {**original.model_dump(mode="json"), "conversation_id": 'turn "id" 对话'}
+    assert payload == {**dumped, "display": payload["display"]}
+
+
 def _constructed(ev: object) -> object:
     """What `sse_wire.decode` built before `_built`: model_construct with the fields it holds, then each
     private attribute set (a lazily read field left out of `__dict__`)."""
@@ -93,29 +116,6 @@ async def test_decoded_events_hold_what_model_construct_builds(agent: OfflineAge
             assert model.__pydantic_private__ == ref.__pydantic_private__  # type: ignore[attr-defined]
             # every private attribute the class declares is there (one left out gets its default)
             assert set(model.__pydantic_private__ or {}) == set(type(model).__private_attributes__)
-
-
-async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgent) -> None:
-    events = await _events(agent, QUESTIONS[0], ConversationState(conversation_id="worker-id"))
-    done = sse_wire.decode(sse_wire.encode(events[-1], "en", {}), ADAPTER)
-    assert isinstance(done, DoneEvent)
-    # what TurnRunner does: copy the answer with the turn's id, wrap it in a new DoneEvent
-    answer = done.answer.model_copy(update={"conversation_id": 'turn "id" 对话'})
-    frame = sse_wire.turn_frames(DoneEvent(answer=answer), "en")
-    name, data = frame.decode().split("\r\n")[:2]
-    assert name == "event: done"
-    payload = json.loads(data.removeprefix("data: "))
-    assert payload["conversation_id"] == 'turn "id" 对话'
-    original = events[-1].answer
-    assert (
-        answer.scenario == original.scenario and answer.estimate == original.estimate
-    )  # what the store reads
-    assert answer.answer == original.answer and answer.language == original.language
-    # the scenario as the store writes it travels with the answer (nothing to decode to store it)
-    assert answer.stored_scenario_json() == (True, original.scenario.model_dump_json(exclude_none=True))
-    dumped = answer.model_dump(mode="json")  # every field, decoded on demand
-    assert dumped == {**original.model_dump(mode="json"), "conversation_id": 'turn "id" 对话'}
-    assert payload == {**dumped, "display": payload["display"]}
 
 
 @pytest.mark.parametrize(
