@@ -16,6 +16,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -65,7 +66,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        freeze_startup_objects()  # before the workers fork: they inherit it
+        collector = tune_gc_for_serving()  # before the workers fork: they inherit it
         try:
             for a in lifecycle:  # worker processes fork first, while the process has no other threads
                 await a.start()
@@ -84,7 +85,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         finally:
             for a in lifecycle:
                 await a.stop()
-            gc.unfreeze()  # collectable again (an app started and stopped in a longer process, e.g. tests)
+            collector.restore()  # an app started and stopped in a longer process (tests): as it was
 
     app = FastAPI(
         title="VRAMwise",
@@ -120,15 +121,36 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     return app
 
 
-def freeze_startup_objects() -> None:
-    """What is alive when the service starts (the imported modules, pydantic's schemas, the catalogs:
-    ~150k objects) is moved out of the cyclic garbage collector's reach (gc.freeze, after a collection so
-    that no garbage is kept). Otherwise every full collection walks them all: under a steady chat load one
-    came every ~400 streams and took ~100 ms of the serving loop, ~0.25 ms per stream
-    (benchmarks/README.md, "Chat load"). Freed by reference counting as before; the lifespan unfreezes
-    them when the app stops."""
+GC_YOUNG_THRESHOLD = 7000  # allocations between young collections while serving (CPython's default: 700)
+
+
+@dataclass(frozen=True)
+class _Collector:
+    """The garbage collector's thresholds before the service tuned it (restored when it stops)."""
+
+    thresholds: tuple[int, int, int]
+
+    def restore(self) -> None:
+        gc.unfreeze()  # the startup objects are collectable again
+        gc.set_threshold(*self.thresholds)
+
+
+def tune_gc_for_serving() -> _Collector:
+    """Two settings of the cyclic garbage collector for a process that serves (benchmarks/README.md, "Chat
+    load"; each measured with benchmarks/load_chat.py):
+
+    - What is alive when the service starts (the imported modules, pydantic's schemas, the catalogs: ~150k
+      objects) is moved out of the collector's reach (gc.freeze, after a collection so that no garbage is
+      kept): every full collection walked them all, under a steady chat load one every ~400 streams taking
+      ~100 ms of the serving loop (~0.25 ms per stream). Freed by reference counting as before.
+    - Young collections every GC_YOUNG_THRESHOLD allocations, not 700: the 200 streams in flight kept
+      surviving young collections, so each of the frequent middle-generation collections walked them all
+      (~28 -> ~11 ms of collections per 400 streams)."""
+    previous = _Collector(gc.get_threshold())
     gc.collect()
     gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *previous.thresholds[1:])
+    return previous
 
 
 def add_routes(app: FastAPI, router: APIRouter) -> None:

@@ -619,13 +619,18 @@ def test_routes_added_to_the_app_are_what_include_router_gives(db_path: Path) ->
 
 
 def test_objects_alive_at_startup_are_out_of_the_collectors_reach_while_serving(db_path: Path) -> None:
-    """service/app.py `freeze_startup_objects`: a full collection no longer walks the import-time objects
-    while the service runs (gc.freeze); they are collectable again once it stops (gc.unfreeze)."""
+    """service/app.py `tune_gc_for_serving`: a full collection no longer walks the import-time objects while
+    the service runs (gc.freeze), young collections come less often; as it was once the service stops."""
     import gc
 
+    from service.app import GC_YOUNG_THRESHOLD
+
     gc.unfreeze()
+    before = gc.get_threshold()
     with TestClient(create_app(offline_settings(db_path))) as client:
         assert client.get("/healthz").status_code == 200
         frozen = gc.get_freeze_count()
         assert frozen > 10_000  # the modules, schemas and catalogs the service runs on
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:])
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
