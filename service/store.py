@@ -68,6 +68,13 @@ MAX_STATE_TURNS = 20  # turns of history an agent gets with a follow-up
 MAX_STATES_PER_READ = 500
 READ_GATHER_S = 0.05  # longest a grouped read waits for a burst of follow-ups to finish arriving
 READ_QUIET_S = 0.005  # no new read for this long: the burst has arrived
+# a group of finished turns waits while more answers arrive (each within FINISH_QUIET_S, for at most
+# FINISH_GATHER_S) when other turns are still being answered: under load answers come from the agent's workers
+# a few ms apart, and a commit of one turn costs ~90 us of the loop's CPU, of 8 turns ~30 us each
+# (benchmarks/load_chat.py); `done` waits for the commit, so it goes out at most FINISH_GATHER_S later. A turn
+# answered while no other is open is committed at once. New questions never wait (`meta` waits for them).
+FINISH_QUIET_S = 0.01
+FINISH_GATHER_S = 0.03
 CHECKPOINT_EVERY_COMMITS = 64  # direct commits between WAL checkpoints (run off the loop)
 DIRECT_READ_SLICE = 100  # ids per direct SQLite read on the loop (~5 ms CPU for 2-turn conversations)
 MAX_ID_CHARS = 200  # conversations.id is VARCHAR(200): longer ids cannot exist
@@ -615,6 +622,7 @@ class ConversationStore:
         self._direct_commits = 0  # since the last checkpoint
         self._checkpointing: asyncio.Task[None] | None = None
         self.checkpoints = 0  # WAL checkpoints run for the direct writer (diagnostics, tests)
+        self._answering = 0  # turns begun (question stored) whose end is not submitted yet
 
     async def open(self) -> None:
         self._engine = engine_for(self.database_url)
@@ -908,6 +916,7 @@ class ConversationStore:
         )
         turn_id = await self._submit(turn)
         assert turn_id is not None
+        self._answering += 1
         return turn_id
 
     async def finish_turn(
@@ -929,6 +938,7 @@ class ConversationStore:
         turn = self._finishing(turn_id, conversation_id, answer, status, language, agent, scenario)
         if scenario_json is not None:
             turn.scenario_json = scenario_json
+        self._answering = max(0, self._answering - 1)
         await self._submit(turn)
 
     def finish_turn_soon(
@@ -937,6 +947,7 @@ class ConversationStore:
         """`finish_turn` without waiting (a stream torn down by a disconnect cannot await any more)."""
         if self._pending is None:
             return
+        self._answering = max(0, self._answering - 1)
         done: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
         done.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody awaits it: no warning
         self._pending.put_nowait(
@@ -978,25 +989,46 @@ class ConversationStore:
         self, pending: asyncio.Queue[tuple[_PendingTurn, asyncio.Future[int | None]] | None]
     ) -> None:
         """The single writer: everything queued while the last commit ran goes into the next one (new
-        turns in one transaction, finished ones in another)."""
+        turns in one transaction, finished ones in another). A group of finished turns only also waits
+        for more while others are being answered (FINISH_QUIET_S, FINISH_GATHER_S)."""
+        loop = asyncio.get_running_loop()
         stopping = False
         while not stopping:
             item = await pending.get()
             batch: list[tuple[_PendingTurn, asyncio.Future[int | None]]] = []
+            gather_until: float | None = None
             while True:
                 if item is None:
                     stopping = True
                 else:
                     batch.append(item)
-                if stopping or pending.empty() or len(batch) >= MAX_TURNS_PER_COMMIT:
+                if stopping or len(batch) >= MAX_TURNS_PER_COMMIT:
                     break
-                item = pending.get_nowait()
+                if not pending.empty():
+                    item = pending.get_nowait()
+                    continue
+                if not self._more_answers_coming(batch):
+                    break
+                # the next item wakes the writer at once (a new question then ends the wait: it is committed now)
+                gather_until = gather_until or loop.time() + FINISH_GATHER_S
+                wait = min(FINISH_QUIET_S, gather_until - loop.time())
+                if wait <= 0:
+                    break
+                try:
+                    async with asyncio.timeout(wait):
+                        item = await pending.get()
+                except TimeoutError:
+                    break
             new = [(t, f) for t, f in batch if t.turn_id is None]
             finished = [(t, f) for t, f in batch if t.turn_id is not None]
             if new:
                 await self._write_group(new, self._commit_turns)
             if finished:
                 await self._write_group(finished, self._commit_finishes)
+
+    def _more_answers_coming(self, batch: list[tuple[_PendingTurn, asyncio.Future[int | None]]]) -> bool:
+        """Worth waiting for more: the batch holds finished turns only, and other turns are being answered."""
+        return self._answering > 0 and all(t.turn_id is not None for t, _ in batch)
 
     async def _write_group(
         self,
@@ -1058,6 +1090,15 @@ class ConversationStore:
         self._direct_commits = 0
         self._checkpointing = asyncio.create_task(self._checkpoint(), name="conversation-wal-checkpoint")
 
+    async def _after_checkpoint(self) -> None:
+        """A WAL checkpoint of ours holds the file's write lock until it ends: a group waits for it here, then
+        is written directly. Refused by the lock, it went through the async engine, which waits for the same
+        lock in its thread and builds and compiles its statements again (a quarter of the writer's CPU under
+        the load of benchmarks/load_chat.py)."""
+        running = self._checkpointing
+        if running is not None and not running.done():
+            await asyncio.wait([running])
+
     async def _checkpoint(self) -> None:
         try:
             async with self._connect() as conn:
@@ -1077,6 +1118,7 @@ class ConversationStore:
         )
         cut = [t for t in turns if t.status == "interrupted"]
         if self._direct_writer is not None:
+            await self._after_checkpoint()
             try:
                 self._direct_writer.commit_finishes(final, cut)
                 self._committed_directly()
@@ -1121,6 +1163,7 @@ class ConversationStore:
                 scenario_of[t.conversation_id] = t.scenario_json
         ids = sorted(latest)  # every replica locks conversation rows in the same order: no deadlock
         if self._direct_writer is not None:
+            await self._after_checkpoint()
             try:
                 ids_given = self._direct_writer.commit_turns(
                     turns, [_conversation_row(cid, latest[cid], scenario_of.get(cid)) for cid in ids]

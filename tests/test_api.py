@@ -590,3 +590,47 @@ async def test_ready_batches_group_what_is_ready_and_keep_order() -> None:
         async for batch in ready_batches(source()):
             batches.append(batch)
     assert batches == [[1, 2, 3], [4]]
+
+
+def test_routes_added_to_the_app_are_what_include_router_gives(db_path: Path) -> None:
+    """create_app puts each module router's routes in the app's own list (service/app.py `add_routes`): the
+    OpenAPI document, the paths and the methods are the same as with FastAPI's include_router."""
+    from fastapi import FastAPI
+
+    from service.api import catalog, chat, coach, estimate, health, openai_compat, web
+    from service.api.schemas import declare_message_bounds
+    from service.slack import router as slack_router
+
+    app = create_app(offline_settings(db_path))
+    routers = [
+        *(m.router for m in (chat, openai_compat, estimate, catalog, health, coach, web)),
+        slack_router,
+    ]
+    included = FastAPI(title=app.title, summary=app.summary, description=app.description, version=app.version)
+    for router in routers:
+        included.include_router(router)
+    module_routes = [r for router in routers for r in router.routes]
+    served = {id(r) for r in module_routes}
+    assert [r for r in app.router.routes if id(r) in served] == module_routes  # all of them, in order
+    # create_app's document also states the question's configured bounds (service/api/operating.py)
+    expected_doc = declare_message_bounds(included.openapi(), app.state.settings.max_message_chars)
+    assert app.openapi()["paths"] == expected_doc["paths"]
+    assert app.openapi()["components"] == expected_doc["components"]
+
+
+def test_objects_alive_at_startup_are_out_of_the_collectors_reach_while_serving(db_path: Path) -> None:
+    """service/app.py `tune_gc_for_serving`: a full collection no longer walks the import-time objects while
+    the service runs (gc.freeze), young collections come less often; as it was once the service stops."""
+    import gc
+
+    from service.app import GC_YOUNG_THRESHOLD
+
+    gc.unfreeze()
+    before = gc.get_threshold()
+    with TestClient(create_app(offline_settings(db_path))) as client:
+        assert client.get("/healthz").status_code == 200
+        frozen = gc.get_freeze_count()
+        assert frozen > 10_000  # the modules, schemas and catalogs the service runs on
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, *before[1:])
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before

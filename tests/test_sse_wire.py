@@ -135,6 +135,49 @@ async def test_done_keeps_the_conversation_id_the_runner_sets(agent: OfflineAgen
     assert payload == {**dumped, "display": payload["display"]}
 
 
+def _constructed(ev: object) -> object:
+    """What `sse_wire.decode` built before `_built`: model_construct with the fields it holds, then each
+    private attribute set (a lazily read field left out of `__dict__`)."""
+    cls = type(ev)
+    ref = cls.model_construct(**ev.__dict__)  # type: ignore[attr-defined]
+    for name in getattr(cls, "_lazy_types", {}):
+        if name not in ev.__dict__:  # type: ignore[attr-defined]
+            ref.__dict__.pop(name, None)
+    for name, value in (ev.__pydantic_private__ or {}).items():  # type: ignore[attr-defined]
+        setattr(ref, name, value)
+    return ref
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+async def test_decoded_events_hold_what_model_construct_builds(agent: OfflineAgent, question: str) -> None:
+    events = await _events(agent, question, ConversationState(conversation_id="c-1"))
+    memo: dict[object, str] = {}
+    for wire in [sse_wire.encode(ev, "en", memo) for ev in events]:
+        ev = sse_wire.decode(wire, ADAPTER)
+        models = [ev, ev.answer] if isinstance(ev, DoneEvent) else [ev]
+        for model in models:
+            ref = _constructed(model)
+            assert type(ref) is type(model)
+            assert list(model.__dict__.items()) == list(ref.__dict__.items())  # type: ignore[attr-defined]
+            assert model.__pydantic_fields_set__ == ref.__pydantic_fields_set__  # type: ignore[attr-defined]
+            assert model.__pydantic_extra__ == ref.__pydantic_extra__  # type: ignore[attr-defined]
+            assert model.__pydantic_private__ == ref.__pydantic_private__  # type: ignore[attr-defined]
+            # every private attribute the class declares is there (one left out gets its default)
+            assert set(model.__pydantic_private__ or {}) == set(type(model).__private_attributes__)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"conversation_id": "c-1", "agent": "offline"},
+        {"conversation_id": 'a "quoted"\nline\r\nand\rmore \u2028 \u0085 对话 \\', "agent": "llm->offline"},
+        {"text": "", "nested": {"list": [1, 2.5, None, True]}},
+    ],
+)
+def test_event_bytes_are_what_sse_starlette_writes(payload: dict[str, object]) -> None:
+    assert sse_wire.event_bytes("meta", payload) == sse_wire.sse("meta", payload).encode()
+
+
 async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
     async def source() -> AsyncIterator[int]:
         yield 1
@@ -146,6 +189,40 @@ async def test_ready_batches_window_groups_what_arrives_within_it() -> None:
 
     batches = [b async for b in ready_batches(source(), window_s=0.1)]
     assert batches == [[1, 2], [3, 4]]
+
+
+async def test_ready_batches_window_ends_with_the_source_and_passes_its_error_on() -> None:
+    async def source() -> AsyncIterator[int]:
+        yield 1
+        yield 2
+        await asyncio.sleep(0.01)
+        raise ValueError("agent failed")  # ends the window at once: no wait for the rest of it
+
+    batches: list[list[int]] = []
+    start = asyncio.get_running_loop().time()
+    with pytest.raises(ValueError, match="agent failed"):
+        async for batch in ready_batches(source(), window_s=5.0):
+            batches.append(batch)
+    assert batches == [[1, 2]]
+    assert asyncio.get_running_loop().time() - start < 4.0
+
+
+async def test_ready_batches_closed_early_stops_the_source() -> None:
+    stopped = asyncio.Event()
+
+    async def source() -> AsyncIterator[int]:
+        try:
+            yield 1
+            await asyncio.sleep(60)
+            yield 2
+        finally:
+            stopped.set()
+
+    batches = ready_batches(source(), window_s=0.01)
+    assert await anext(batches) == [1]
+    await batches.aclose()  # the client went away: the source is closed, not left waiting
+    async with asyncio.timeout(5):
+        await stopped.wait()
 
 
 async def test_event_stream_pings_an_idle_stream_and_ends_it() -> None:

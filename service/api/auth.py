@@ -83,8 +83,10 @@ def _bearer(scope: Scope) -> str | None:
 
 async def get_owner(request: Request) -> str | None:
     """The asking key's digest, or None when API keys are off (`async`: FastAPI would run a plain `def`
-    dependency in its thread pool, a thread hand-off per request)."""
-    return getattr(request.state, "owner", None)
+    dependency in its thread pool, a thread hand-off per request). Read from the scope's state, where
+    `ApiKeyMiddleware` puts it (`request.state` wraps it in a new object and raises AttributeError when
+    keys are off)."""
+    return (request.scope.get("state") or {}).get("owner")
 
 
 OwnerDep = Annotated[str | None, Depends(get_owner)]

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api.errors import ApiError, error_response, malformed
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+SHALLOW_BRACKETS = 100  # a body with at most this many `[` and `{` nests far below the recursion limit
 RAW_BODY_PATHS = frozenset({"/slack/events"})  # form-encoded Slack posts, verified by their signature
 
 
@@ -109,13 +110,15 @@ def check_json_body(body: bytes, content_type: bytes | None) -> ApiError | None:
     except UnicodeDecodeError as exc:
         return malformed(f"the body is not UTF-8 text (byte {exc.start})")
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        value = _parse(text)
     except json.JSONDecodeError as exc:
         return malformed(f"{exc.msg} at line {exc.lineno} column {exc.colno}")
     except RecursionError:
         return malformed("nested too deeply")
     except ValueError as exc:  # NaN/Infinity/overflow (below) or an integer of more than 4300 digits
         return malformed(str(exc))
+    if b"\\u" not in body and body.count(b"[") + body.count(b"{") <= SHALLOW_BRACKETS:
+        return None  # no \u escape: no lone surrogate (UTF-8 cannot hold one); too shallow to nest too deeply
     try:
         # C-speed walk over every string and key: a lone surrogate cannot be encoded as UTF-8
         json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -138,3 +141,15 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"the number {text[:40]} is too large for a float; send a finite number")
     return value
+
+
+# json.loads with these hooks builds a decoder (and its scanner) on every call: built once
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
+def _parse(text: str) -> Any:
+    """`json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)`."""
+    try:
+        return _DECODER.decode(text)
+    except ValueError:  # rare: parse again for json.loads' own error (it checks for a UTF-8 BOM first)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)

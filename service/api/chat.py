@@ -21,13 +21,12 @@ from service.agent.events import (
     ErrorEvent,
     Language,
 )
-from service.agent.offline.language import detect_language
 from service.agent.render import display_panels
 from service.api.auth import OwnerDep
-from service.api.deps import AgentDep, RunnerDep, StoreDep
+from service.api.deps import ChatContextDep, StoreDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_responses, sse_doc
-from service.api.sse_wire import sse, turn_frames
+from service.api.sse_wire import event_bytes, turn_frames
 from service.api.streaming import EventStream, LastChunk, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
 from service.store import StoredConversation
@@ -45,9 +44,8 @@ CHUNK_SECONDS = 0.05  # events arriving within this of a batch's first one go ou
 async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -> AsyncIterator[bytes]:
     """The question stored, `meta`, then the agent's events; those ready together go out in one write."""
     await runner.begin(turn)  # before `meta`: a conversation id handed out already holds the question
-    yield sse("meta", {"conversation_id": turn.conversation_id, "agent": agent_name}).encode()
-    # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
-    language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
+    yield event_bytes("meta", {"conversation_id": turn.conversation_id, "agent": agent_name})
+    language = turn.answer_language
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         data = b"".join(turn_frames(ev, language) for ev in batch)
         # the batch with the terminal event (`done` or `error`: the runner ends there) ends the body too
@@ -77,16 +75,12 @@ async def chat_events(runner: TurnRunner, turn: PreparedTurn, agent_name: str) -
         **json_error_responses(400, 404, 413, 415, 422),
     },
 )
-async def chat(
-    body: ChatRequest,
-    runner: RunnerDep,
-    agent: AgentDep,
-    owner: OwnerDep,
-) -> EventStream:
+async def chat(body: ChatRequest, context: ChatContextDep) -> EventStream:
+    runner = context.runner
     turn = await runner.prepare(
-        body.message, conversation_id=body.conversation_id, language=body.language, owner=owner
+        body.message, conversation_id=body.conversation_id, language=body.language, owner=context.owner
     )
-    return EventStream(chat_events(runner, turn, agent.name), ping_s=PING_SECONDS, headers=SSE_HEADERS)
+    return EventStream(chat_events(runner, turn, runner.agent.name), ping_s=PING_SECONDS, headers=SSE_HEADERS)
 
 
 class DisplayRequest(BaseModel):

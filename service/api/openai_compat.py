@@ -25,8 +25,7 @@ from sse_starlette import ServerSentEvent
 
 from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
-from service.api.auth import OwnerDep
-from service.api.deps import RunnerDep
+from service.api.deps import ChatContextDep
 from service.api.errors import ApiError
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
 from service.api.streaming import EventStream, ready_batches
@@ -220,9 +219,10 @@ CONVERSATION_LINKS = {
     },
 )
 async def chat_completions(
-    req: ChatCompletionRequest, runner: RunnerDep, owner: OwnerDep
+    req: ChatCompletionRequest, context: ChatContextDep
 ) -> ChatCompletion | EventStream:
-    turn = await _prepare(req, runner, owner)
+    runner = context.runner
+    turn = await _prepare(req, runner, context.owner)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if req.stream:

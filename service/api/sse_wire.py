@@ -16,7 +16,7 @@ separator; the JSON has no raw line breaks, so it is one `data:` line).
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, PrivateAttr
 from sse_starlette import ServerSentEvent
@@ -76,6 +76,12 @@ def sse(name: str, payload: dict[str, Any]) -> ServerSentEvent:
     return ServerSentEvent(event=name, data=dumps(payload))
 
 
+def event_bytes(name: str, payload: dict[str, Any]) -> bytes:
+    """`sse(name, payload).encode()`, without ServerSentEvent's line splitting (a regex and a StringIO):
+    the JSON `dumps` writes has no line break, so it is one `data:` line."""
+    return _frame(name, dumps(payload)).encode()
+
+
 def display_payload(estimate: Estimate, language: str) -> dict[str, Any]:
     """The `display` event: the estimate's panel texts in the answer's language (render.display_panels)."""
     return display_panels(estimate, language).model_dump(mode="json")
@@ -107,7 +113,7 @@ def _frame(name: str, data: str) -> str:
 
 # ---- encoded events -------------------------------------------------------------------------------------
 class _Lazy:
-    """Fields decoded from JSON on first read (a missing field of a model built with model_construct)."""
+    """Fields decoded from JSON on first read (a field left out of the model's `__dict__` by `_built`)."""
 
     _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {}
 
@@ -165,19 +171,23 @@ class EncodedAnswer(_Lazy, Answer):
 
     def stored_scenario_json(self) -> tuple[bool, str | None]:
         """(known, the scenario's JSON as the store writes it)."""
-        return self._has_stored_scenario, self._stored_scenario
+        private = self.__pydantic_private__ or {}
+        return private["_has_stored_scenario"], private["_stored_scenario"]
 
     def done_frame(self) -> bytes:
-        return _frame("done", self._head + dumps(self.conversation_id) + self._tail).encode()
+        private = self.__pydantic_private__ or {}
+        return _frame("done", private["_head"] + dumps(self.conversation_id) + private["_tail"]).encode()
 
 
 def frames_of(ev: AgentEvent) -> bytes | None:
-    """The finished bytes an encoded event carries (None for an ordinary event)."""
+    """The finished bytes an encoded event carries (None for an ordinary event). The private attributes are
+    read from their dict: `ev._frames` would go through pydantic's `__getattr__` (a few us an event)."""
+    private = ev.__pydantic_private__
+    if private is not None and "_frames" in private:  # an encoded scenario, estimate or token event
+        return private["_frames"]
     if isinstance(ev, DoneEvent):
         answer = ev.answer
         return answer.done_frame() if isinstance(answer, EncodedAnswer) else None
-    if isinstance(ev, EncodedScenarioEvent | EncodedEstimateEvent | EncodedTokenEvent):
-        return ev._frames
     return None
 
 
@@ -262,42 +272,70 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
     return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _built(cls: type[M], fields: dict[str, Any], private: dict[str, Any] | None) -> M:
+    """An instance of `cls` holding `fields` (values a worker validated) and the private attributes
+    `private` (None for a model without any; one of `cls` left out gets its default): what
+    `cls.model_construct(**fields)` and setting each private attribute build, without model_construct's
+    look-up of every field's aliases and default and of every private attribute's default (~10 us an
+    event, ~9 events an answer on the serving loop). A field left out of `fields` is read lazily
+    (`_Lazy`). tests/test_sse_wire.py compares the result with model_construct's."""
+    declared = cls.__private_attributes__
+    if private is not None and len(private) != len(declared):  # one this code does not set: its default
+        private = {
+            **{n: a.get_default(call_default_factory=True) for n, a in declared.items() if n not in private},
+            **private,
+        }
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", private)
+    return obj
+
+
 def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
     """An encoded event from its wire form (in the serving process): no validation of what the
     worker validated; `event_adapter` (a TypeAdapter of AgentEvent) for the small rare kinds."""
     kind = wire[0]
     if kind == "token":
-        tok = EncodedTokenEvent.model_construct(type="token", text=wire[1])
-        tok._frames = wire[2].encode()
-        return tok
+        return _built(EncodedTokenEvent, {"type": "token", "text": wire[1]}, {"_frames": wire[2].encode()})
     if kind == "scenario":
-        sc = EncodedScenarioEvent.model_construct(type="scenario")
-        sc._lazy_json = {"scenario": wire[1]}
-        sc._frames = wire[2].encode()
-        return sc
+        return _built(
+            EncodedScenarioEvent,
+            {"type": "scenario"},
+            {"_lazy_json": {"scenario": wire[1]}, "_frames": wire[2].encode()},
+        )
     if kind == "estimate":
-        est = EncodedEstimateEvent.model_construct(type="estimate")
-        est._lazy_json = {"estimate": wire[1]}
-        est._frames = wire[2].encode()
-        return est
+        return _built(
+            EncodedEstimateEvent,
+            {"type": "estimate"},
+            {"_lazy_json": {"estimate": wire[1]}, "_frames": wire[2].encode()},
+        )
     if kind == "done":
         _, question, language, text, agent, cid, scenario, estimate, head, tail, *rest = wire
-        answer = EncodedAnswer.model_construct(
-            question=question,
-            language=language,
-            answer=text,
-            agent=agent,
-            conversation_id=json.loads(cid),
-            summary=rest[0] if rest else "",
+        answer = _built(
+            EncodedAnswer,
+            # scenario and estimate are left out: read lazily from their JSON
+            {
+                "question": question,
+                "language": language,
+                "answer": text,
+                "summary": rest[0] if rest else "",
+                "agent": agent,
+                "conversation_id": json.loads(cid),
+            },
+            {
+                "_lazy_json": {"scenario": scenario, "estimate": estimate},
+                "_head": head,
+                "_tail": tail,
+                "_stored_scenario": None if len(rest) < 2 or rest[1] == "null" else rest[1],
+                "_has_stored_scenario": len(rest) > 1,
+            },
         )
-        if len(rest) > 1:
-            answer._has_stored_scenario = True
-            answer._stored_scenario = None if rest[1] == "null" else rest[1]
-        answer._lazy_json = {"scenario": scenario, "estimate": estimate}
-        for name in answer._lazy_json:  # model_construct filled in their defaults (None): read lazily instead
-            answer.__dict__.pop(name, None)
-        answer._head, answer._tail = head, tail
-        return DoneEvent.model_construct(type="done", answer=answer)
+        return _built(DoneEvent, {"type": "done", "answer": answer}, None)
     return event_adapter.validate_json(wire[1])
 
 

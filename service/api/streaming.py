@@ -11,51 +11,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from starlette.responses import Response
 
 T = TypeVar("T")
-
-_END = object()
 
 
 async def ready_batches(source: AsyncIterator[T], window_s: float = 0.0) -> AsyncIterator[list[T]]:
     """Items of `source` in lists: everything that was ready when the consumer asked again, and with
     `window_s` > 0 everything that arrived up to `window_s` after the batch's first item (or until
     the source ended or raised)."""
-    queue: asyncio.Queue[object] = asyncio.Queue()
-
-    async def pump() -> None:
-        try:
-            async for item in source:
-                queue.put_nowait(item)
-        except BaseException as exc:  # re-raised on the consumer's side
-            queue.put_nowait(_Raised(exc))
-        finally:
-            queue.put_nowait(_END)
-
-    producer = asyncio.create_task(pump())
+    batcher: _Batcher[T] = _Batcher()
+    producer = asyncio.create_task(batcher.pump(source))
     try:
         while True:
-            items = [await queue.get()]
-            while not queue.empty():
-                items.append(queue.get_nowait())
-            if window_s > 0 and not _final(items[-1]):
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(window_s):
-                        while not _final(items[-1]):
-                            items.append(await queue.get())
-                while not queue.empty():
-                    items.append(queue.get_nowait())
-            batch = [i for i in items if i is not _END and not isinstance(i, _Raised)]
+            if not batcher.ready and not batcher.ended:
+                await batcher.wait(for_item=True)
+            if window_s > 0 and not batcher.ended:
+                timer = asyncio.get_running_loop().call_later(window_s, batcher.wake)
+                try:
+                    await batcher.wait(for_item=False)  # the source's end or the window's, whichever first
+                finally:
+                    timer.cancel()
+            batch = batcher.take()
             if batch:
-                yield batch  # type: ignore[misc]
-            for i in items:
-                if isinstance(i, _Raised):
-                    raise i.exc
-            if items[-1] is _END:
+                yield batch
+            if batcher.ended:
+                if batcher.error is not None:
+                    raise batcher.error
                 return
     finally:
         if not producer.done():
@@ -64,13 +50,46 @@ async def ready_batches(source: AsyncIterator[T], window_s: float = 0.0) -> Asyn
                 await producer
 
 
-def _final(item: object) -> bool:
-    return item is _END or isinstance(item, _Raised)
+class _Batcher(Generic[T]):
+    """What a producer task has read from the source and not yet handed out, and the consumer's one waiter:
+    a list and a future where an asyncio.Queue and an asyncio.timeout cost a future, a wake-up and a
+    timer handle per item (a chat stream's answer is ~9 events that arrive at once)."""
 
+    def __init__(self) -> None:
+        self.ready: list[T] = []
+        self.ended = False
+        self.error: BaseException | None = None  # what the source raised
+        self._waiter: asyncio.Future[None] | None = None
+        self._wake_on_item = False
 
-class _Raised:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
+    async def pump(self, source: AsyncIterator[T]) -> None:
+        try:
+            async for item in source:
+                self.ready.append(item)
+                if self._wake_on_item:
+                    self.wake()
+        except BaseException as exc:  # re-raised on the consumer's side
+            self.error = exc
+        finally:
+            self.ended = True
+            self.wake()
+
+    async def wait(self, *, for_item: bool) -> None:
+        """Until `wake`: the next item (`for_item`), or the source's end (always)."""
+        self._wake_on_item = for_item
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def take(self) -> list[T]:
+        batch, self.ready = self.ready, []
+        return batch
 
 
 class LastChunk(bytes):
@@ -79,6 +98,22 @@ class LastChunk(bytes):
 
 
 PING = b": ping\r\n\r\n"  # an SSE comment: keeps proxies from closing an idle stream, ignored by clients
+
+
+@functools.lru_cache(maxsize=32)
+def _raw_headers(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
+    """An event stream's header lines with the route's `headers` (a route passes the same few on every
+    request: encoded once each)."""
+    merged = {
+        "Cache-Control": "no-store",
+        **dict(headers),
+        "Connection": "keep-alive",
+        "X-Accel-Buffering": "no",
+    }
+    return (
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()),
+    )
 
 
 class EventStream(Response):
@@ -106,15 +141,7 @@ class EventStream(Response):
         self.status_code = status_code
         self.background = None
         self.body = b""
-        merged = {
-            "Cache-Control": "no-store",
-            **(headers or {}),
-            "Connection": "keep-alive",
-            "X-Accel-Buffering": "no",
-        }
-        self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in merged.items()
-        ]
+        self.raw_headers = list(_raw_headers(tuple((headers or {}).items())))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         loop = asyncio.get_running_loop()

@@ -13,7 +13,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
@@ -37,6 +37,19 @@ class PreparedTurn:
     owner: str | None = None  # digest of the API key that asks (None: keys are off)
     turn_id: int | None = None  # the stored question (`TurnRunner.begin`)
     begun: bool = False
+
+    _answer_language: Language | None = field(default=None, init=False, repr=False)
+
+    @property
+    def answer_language(self) -> Language:
+        """The language the answer is expected in, by the agents' own rule (offline agent): the stated one,
+        else the question's, else the conversation's (worked out once a turn: the store and the chat stream
+        both need it; not a functools.cached_property, which takes a lock on Python 3.11)."""
+        if self._answer_language is None:
+            self._answer_language = self.language or detect_language(
+                self.question, default=self.state.language or "en"
+            )
+        return self._answer_language
 
 
 def new_conversation_id() -> str:
@@ -155,11 +168,9 @@ class TurnRunner:
         if turn.begun:
             return
         turn.begun = True
-        # the agents' own rule (offline agent): the stated language, else the question's, else the conversation's
-        language = turn.language or detect_language(turn.question, default=turn.state.language or "en")
         try:
             turn.turn_id = await self.store.begin_turn(
-                turn.conversation_id, turn.question, language, owner=turn.owner
+                turn.conversation_id, turn.question, turn.answer_language, owner=turn.owner
             )
         except Exception:
             log.exception("could not store the question of conversation %s", turn.conversation_id)
