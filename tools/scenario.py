@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from tools.copies import copy_with
 from tools.model.architecture import Architecture, reject_bool_for_number
+from tools.rules.gguf import GGUF_DTYPES
 
 Task = Literal["inference", "full_finetune", "pretrain", "freeze", "lora", "qlora", "ppo", "grpo", "dpo"]
 WeightDtype = Literal[
@@ -245,8 +246,6 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:
         """GGUF and EXL2 name their own storage (the resolver takes the method from the dtype)."""
-        from tools.rules.gguf import GGUF_DTYPES
-
         dtype = self.weight_dtype
         if dtype in GGUF_DTYPES or dtype == "exl2":
             method = "gguf" if dtype in GGUF_DTYPES else "exl2"

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from tools.components.phased import FWD_BWD, At, PhasedComponent, phased
+from tools.components.savers import CE_LABELS, SAVER_SOURCES, cross_entropy_logits
 from tools.components.step import ModelStep, TrainStep
 from tools.rules.logits import SOURCE, inference_logits_entry, training_logits_entry
 
@@ -18,8 +19,6 @@ def loss_logits(ts: TrainStep) -> At:
     Chunked / fused linear cross-entropy: tools/components/savers.py cross_entropy_logits."""
     if not ts.stage.last:
         return {}
-    from tools.components.savers import cross_entropy_logits
-
     saver = cross_entropy_logits(ts)
     if saver is not None:
         return saver
@@ -37,8 +36,6 @@ def loss_logits_part(ts: TrainStep, at: At, recompute_moment: bool) -> PhasedCom
         return None
     if recompute_moment:
         at = {ph: e for ph, e in at.items() if ph != "backward"}
-    from tools.components.savers import CE_LABELS, SAVER_SOURCES
-
     ce = ts.rs.scenario.cross_entropy or "standard"
     if ce in CE_LABELS:
         return phased("logits", CE_LABELS[ce], SAVER_SOURCES[ce], at, ts.role)
