@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         _child(args.child[0], int(args.child[1]))
         return 0
     if shutil.which("valgrind") is None:
-        print("valgrind is not installed (Debian: apt-get install valgrind)")
-        return 1
+        print("skipped: valgrind is not installed (Debian: apt-get install valgrind)")
+        return 0
     warm = _count("unit", 0)
     per_call = {
         kind: (_count(kind, n) - warm) / n

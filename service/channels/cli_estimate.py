@@ -3,7 +3,7 @@
 Prints a table in GiB (or, with --json, one Estimate object). Bad input -- unreadable file, bad JSON,
 unknown fields, values outside what is accepted, impossible combinations -- exits 2 with ONE line
 on stderr naming the field and what is accepted. Imports stay light (pydantic + tools/ only: no
-LangChain, FastAPI or torch) so the process answers in well under 300 ms.
+LangChain, FastAPI or torch): most of the process is the interpreter and pydantic's own import.
 """
 
 from __future__ import annotations
