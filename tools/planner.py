@@ -5,13 +5,15 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    change?" (gradient checkpointing, 8-bit optimizer, ZeRO stage, CPU offload, smaller micro-batch
    with gradient accumulation, LoRA, QLoRA, TP, PP, lower KV dtype, int8/int4 weights, shorter
    sequence).
-2. Candidates at the job's GPU count: every single lever, then cumulative "ladders" (levers stacked
-   in the cost order below) under the job's own fine-tuning method and under LoRA/QLoRA. A ladder
-   stops at its first rung that fits: later rungs only cost more.
+2. Candidates at the job's GPU count: cumulative "ladders" (levers stacked in the cost order below)
+   under the job's own fine-tuning method and under LoRA/QLoRA, then every single lever. A ladder
+   stops at its first rung that fits: later rungs only cost more. The single levers go cheapest first
+   by the part of their cost known before estimating (GPUs, fidelity, speed) and stop once `limit`
+   suggestions that cost less are kept: the rest could never be shown.
 3. More GPUs: for the job's strategy and for the cheapest ladders, a binary search over powers of
    two (1 .. `max_gpus`) on the GPU count, since per-GPU memory never grows with more GPUs under
-   ZeRO-3 / TP sharding. When the job does not fit as asked, the largest count it can be laid out on
-   is probed first: if even that does not fit, no count does, and the search ends there.
+   ZeRO-3 / TP sharding. When a training job does not fit as asked, the largest count it can be laid
+   out on is probed first: if even that does not fit, no count does, and the search ends there.
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
    fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
    worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
@@ -884,7 +886,7 @@ def plan(
 
     Candidates are checked with `tools.estimator.verdict_of` (the verdict of `estimate(s, plan=False)`);
     with `estimate_fn` (an Estimate per scenario) they are estimated with it instead. The steps: the
-    fewest GPUs of the job as stated, then (when it does not fit) single levers, ladders and more GPUs
+    fewest GPUs of the job as stated, then (when it does not fit) ladders, single levers and more GPUs
     with the light levers.
     """
     search = _Search(
