@@ -100,12 +100,22 @@ class ModelFootprint(NamedTuple):
             for ph in self.phases
         }
 
+    def phase_bytes(self) -> dict[str, int]:
+        """`bytes_at` of every phase, in step order, from one pass over the parts."""
+        totals = dict.fromkeys(self.phases, 0)
+        for part in self.parts:
+            for phase, entry in part.at.items():
+                if entry and phase in totals:
+                    totals[phase] += entry[0]
+        return totals
+
     def peak_phase(self) -> str:
-        return max(self.phases, key=self.bytes_at)  # first of equal maxima (step order)
+        totals = self.phase_bytes()
+        return max(totals, key=totals.__getitem__)  # first of equal maxima (step order)
 
     @property
     def peak_bytes(self) -> int:
-        return self.bytes_at(self.peak_phase())
+        return max(self.phase_bytes().values())
 
 
 def same(phases: tuple[str, ...], value: int, texts: Texts) -> At:
