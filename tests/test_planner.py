@@ -170,9 +170,7 @@ def _plan(name: str, limit: int = 8):
 
     base = estimate(QA_SCENARIOS[name], plan=False)
     result = plan(base, limit=limit)
-    return base, result.model_copy(
-        update={"suggestions": [english_suggestion(s) for s in result.suggestions]}
-    )
+    return base, result._replace(suggestions=[english_suggestion(s) for s in result.suggestions])
 
 
 @pytest.mark.parametrize("name", sorted(QA_SCENARIOS))

@@ -48,8 +48,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, Field
-
 from tools.call_memo import memo_scope
 from tools.errors import ScenarioError
 from tools.estimator import Fit
@@ -143,15 +141,16 @@ LAYOUT_CODES: dict[str, tuple[str, ...]] = {
 }
 
 
-class PlanResult(BaseModel):
-    """What the planner found: the cheapest fitting changes and the fewest GPUs of this type."""
+class PlanResult(NamedTuple):
+    """What the planner found: the cheapest fitting changes and the fewest GPUs of this type (read by
+    tools.estimator, which copies it into the Estimate; an immutable value, no schema to build)."""
 
-    suggestions: list[Suggestion] = Field(default_factory=list)
-    min_gpus: int | None = None
+    suggestions: list[Suggestion]
+    min_gpus: int | None
     # how min_gpus fits: {} = the job as stated on its own GPU count; else the layout fields the planner
     # set ({"num_gpus": 2, "zero_stage": 3}); None = nothing fits within max_gpus
-    min_gpus_changes: dict[str, Any] | None = None
-    evaluated: int = 0  # estimates run by the search (the speed budget is about this)
+    min_gpus_changes: dict[str, Any] | None
+    evaluated: int  # estimates run by the search (the speed budget is about this)
 
 
 class Move(NamedTuple):
