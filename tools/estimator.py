@@ -16,8 +16,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
@@ -48,8 +47,7 @@ def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
     return model_footprint(rs)
 
 
-@dataclass(frozen=True)
-class Peak:
+class Peak(NamedTuple):
     """Steps 2-4 of the module docstring: the footprint by phase, the peak phase and what is resident then."""
 
     fp: ModelFootprint
@@ -79,8 +77,7 @@ def usable_bytes(memory_bytes: int, safety_margin: float) -> int:
     return int(memory_bytes * (1.0 - safety_margin))
 
 
-@dataclass(frozen=True)
-class Fit:
+class Fit(NamedTuple):
     """What the planner compares for a candidate: `estimate(scenario, plan=False)`'s resolved scenario,
     per-GPU total and verdict, computed without the components, notes or serving capacity."""
 

@@ -20,9 +20,8 @@ Why these have no effect (or only the stated small one):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tools.errors import ScenarioError
 from tools.result import NoEffect
@@ -45,16 +44,14 @@ def _data_parallel_size(s: Scenario) -> int:
     return max(1, (s.num_gpus or 1) // model_parallel)
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(NamedTuple):
     """Why a stated setting leaves the peak unchanged: a template key and its values."""
 
     template_key: str
     variables: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class ScalarRule:
+class ScalarRule(NamedTuple):
     """A setting that never changes any tensor size: one template."""
 
     field: str
@@ -63,8 +60,7 @@ class ScalarRule:
         return Explanation(self.field, {"value": _fmt(value), "micro_batch": s.batch_size or 1})
 
 
-@dataclass(frozen=True)
-class AccumulationFigures:
+class AccumulationFigures(NamedTuple):
     """The tool's peak with gradient_accumulation_steps = 1 and with the stated value (same scenario)."""
 
     tensor_one: int
@@ -123,8 +119,7 @@ def accumulation_figures(s: Scenario) -> AccumulationFigures | None:
     return _accumulation_figures_cached(s.model_dump_json(exclude_none=True))
 
 
-@dataclass(frozen=True)
-class GradAccumRule:
+class GradAccumRule(NamedTuple):
     """1 step: nothing to say but the lifetime; > 1: the tool's peak with 1 step vs the stated value.
 
     The number of steps beyond 1 never matters (activations are freed per micro-batch); 1 -> > 1 adds the
@@ -155,8 +150,7 @@ class GradAccumRule:
         return Explanation("gradient_accumulation_steps_same", variables)
 
 
-@dataclass(frozen=True)
-class LoraDropoutRule:
+class LoraDropoutRule(NamedTuple):
     """p = 0: PEFT's nn.Identity, nothing at all; p > 0: an activation cost (counted by the estimator), stated."""
 
     field: str = "lora_dropout"
@@ -166,8 +160,7 @@ class LoraDropoutRule:
         return Explanation(key, {"value": _fmt(value)})
 
 
-@dataclass(frozen=True)
-class GlobalBatchRule:
+class GlobalBatchRule(NamedTuple):
     """global batch = micro-batch x accumulation x DP; only the micro-batch sets the peak."""
 
     field: str = "global_batch_size"

@@ -11,8 +11,7 @@ layer of a no-grad forward.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tools.call_memo import memo_args
 from tools.components.phased import Entry, PhasedComponent, phased
@@ -42,9 +41,9 @@ def save_mask(ts: TrainStep) -> SaveMask:
         return FULL_MASK
     mask = SaveMask.for_targets(spec.targets, own_input_copies=ts.recipe.autocast_copies)
     if (rs.scenario.lora_dropout or 0.0) > 0:
-        mask = replace(mask, own_input_copies=True, lora_dropout=True)
+        mask = mask._replace(own_input_copies=True, lora_dropout=True)
     if isinstance(ts.fmt, Bnb4bitFormat | BnbInt8Format):
-        mask = replace(mask, base_saves_inputs=True)  # bnb MatMul4Bit / MatMul8bitLt keep their input
+        mask = mask._replace(base_saves_inputs=True)  # bnb MatMul4Bit / MatMul8bitLt keep their input
     if rs.scenario.dora:
         pb = ts.pb
         dora_out = sum(
@@ -52,12 +51,11 @@ def save_mask(ts: TrainStep) -> SaveMask:
             for lin in decoder_linears(pb)
             if lin.name in spec.targets and not lin.expert
         )
-        mask = replace(mask, dora_out_features=dora_out // max(1, pb.num_layers))
+        mask = mask._replace(dora_out_features=dora_out // max(1, pb.num_layers))
     return mask
 
 
-@dataclass(frozen=True)
-class TrainingActivations:
+class TrainingActivations(NamedTuple):
     """The stage's saved activations and the final norm's, with the recomputed layer's live bytes."""
 
     stage: StageActivations

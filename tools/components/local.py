@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tools.call_memo import memo_args
 from tools.model.lora import decoder_linears
@@ -14,8 +13,7 @@ if TYPE_CHECKING:
     from tools.resolve import ModelRef, ResolvedScenario
 
 
-@dataclass(frozen=True)
-class LocalParams:
+class LocalParams(NamedTuple):
     """The parameters one GPU of `stage` holds (TP/EP-sharded, before ZeRO-3)."""
 
     total: int

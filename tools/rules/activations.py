@@ -18,8 +18,8 @@ batches in flight, so the first stage holds p micro-batches of its L/p layers (~
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from tools import calibration as cal
 from tools.model.architecture import Architecture
@@ -45,8 +45,7 @@ MLP_IN_LINEARS = frozenset({"gate_proj", "up_proj", "gate_up_proj", "w1", "w3", 
 MLP_OUT_LINEARS = frozenset({"down_proj", "w2", "dense_4h_to_h", "c_proj"})
 
 
-@dataclass(frozen=True)
-class SaveMask:
+class SaveMask(NamedTuple):
     """Which weights of a layer train: a frozen weight's matmul saves no input for backward.
 
     Full fine-tuning: everything trains. LoRA: the norms are frozen and only the targeted linears
@@ -105,8 +104,7 @@ class SaveMask:
 FULL_MASK = SaveMask()
 
 
-@dataclass(frozen=True)
-class LayerActivations:
+class LayerActivations(NamedTuple):
     """Bytes saved by one (average) layer for one micro-batch on one GPU."""
 
     full: int  # everything saved without recompute
@@ -411,8 +409,7 @@ def block_for(arch: Architecture) -> GptBlock | LlamaBlock | HfGpt2Block:
     return LlamaBlock()
 
 
-@dataclass(frozen=True)
-class StageActivations:
+class StageActivations(NamedTuple):
     """Saved activations of one pipeline stage: the peak, what is kept through backward and what lives only while a recomputed layer runs."""
 
     bytes: int  # at the largest moment: kept + live

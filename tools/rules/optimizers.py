@@ -9,12 +9,12 @@ state dtype (fp32 = 4 when there is an fp32 master copy or fp32 weights, 2 under
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tools import calibration as cal
 
 
-@dataclass(frozen=True)
-class TrainableSpec:
+class TrainableSpec(NamedTuple):
     """The trainable tensors of one model (global, before any sharding).
 
     `matrices`: (rows, cols, count) for every 2-D trainable tensor kind; `vector_params`: the

@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(NamedTuple):
     """A mixed-precision recipe: element sizes of weights, gradients, master weights, states and activations."""
 
     name: str
