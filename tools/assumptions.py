@@ -10,7 +10,7 @@ resolves dozens of candidates per question).
 
 from __future__ import annotations
 
-from tools.result import Assumption
+from tools.result import Assumption, constructed
 
 # code -> the values its templates may use
 ASSUMPTION_CODES: dict[str, tuple[str, ...]] = {
@@ -101,7 +101,7 @@ Said = tuple[str, object, str, dict[str, object]]
 
 def assumption(field: str, value: object, code: str, /, **values: object) -> Assumption:
     """An Assumption of `field` = `value` said by `code` (ASSUMPTION_CODES) with its values; no validation."""
-    return Assumption.model_construct(field=field, value=value, code=code, values=values, reason=None)
+    return constructed(Assumption, field=field, value=value, code=code, values=values, reason=None)
 
 
 def said(field: str, value: object, code: str, /, **values: object) -> Said:

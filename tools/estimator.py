@@ -26,7 +26,7 @@ from tools.cutoff import OverLimit, cutoff
 from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
-from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity
+from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity, constructed
 from tools.rules.activations import inference_transient_entry
 from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
@@ -155,9 +155,11 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     serving = _serving(rs, pk.phase_components, pk.overhead) if not rs.training else None
     no_effect = _no_effect(rs.scenario)
     gpu = rs.gpu
-    est = Estimate.model_construct(
+    est = constructed(
+        Estimate,
         scenario=rs.scenario,
-        per_gpu=PerGpu.model_construct(
+        per_gpu=constructed(
+            PerGpu,
             tensor_peak_bytes=pk.tensor_bytes,
             total_bytes=total,
             peak_phase=pk.peak_phase,
@@ -166,7 +168,8 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
             gpu_role_parts=list(pk.fp.gpu_role),
         ),
         components=pk.tensors + pk.overhead,
-        gpu=GpuInfo.model_construct(
+        gpu=constructed(
+            GpuInfo,
             id=gpu.id,
             name=gpu.name,
             memory_bytes=card,
@@ -303,7 +306,8 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
         return est
     result = ENGINES[engine].run(_engine_inputs(rs, pk, engine))
     components = [
-        Component.model_construct(
+        constructed(
+            Component,
             name=t.name,
             bytes=t.bytes,
             kind=t.kind,
@@ -329,7 +333,8 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
         if f in defaulted or getattr(rs.scenario, f, None) is None
     }
     kept = [a for a in est.assumptions if a.field not in engine_defaults]
-    serving = ServingCapacity.model_construct(
+    serving = constructed(
+        ServingCapacity,
         gpu_memory_utilization=rs.gpu_memory_utilization,
         reserved_bytes=result.reserved_bytes or result.total_bytes,
         kv_cache_bytes=result.kv_pool_bytes,
@@ -340,11 +345,12 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
         max_model_len=rs.model.arch.max_position_embeddings,
     )
     est.components = components
-    est.per_gpu = PerGpu.model_construct(
+    est.per_gpu = constructed(
+        PerGpu,
         tensor_peak_bytes=tensor,
         total_bytes=result.total_bytes,
         peak_phase="serving",
-        phases=[PhasePeak.model_construct(phase="serving", tensor_bytes=tensor)],
+        phases=[constructed(PhasePeak, phase="serving", tensor_bytes=tensor)],
         gpu_role=est.per_gpu.gpu_role,
         gpu_role_parts=est.per_gpu.gpu_role_parts,
     )

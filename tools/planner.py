@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 from tools.call_memo import memo_scope
 from tools.errors import ScenarioError
 from tools.estimator import Fit
-from tools.result import Estimate, Suggestion
+from tools.result import Estimate, Suggestion, constructed
 from tools.rules.parallel import tp_fits_heads
 from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
@@ -972,7 +972,8 @@ class _Suggestions:
         n = est.scenario.num_gpus or 1
         key = (n, fid, round(slow, 3), est.total_bytes, len(changes))
         layout = _layout_parts(changes) if code != "moves" else []
-        sg = Suggestion.model_construct(  # built from checked values: no validation per candidate
+        sg = constructed(
+            Suggestion,  # built from checked values: no validation per candidate
             change=None,
             scenario_changes=dict(changes),
             total_bytes=est.total_bytes,

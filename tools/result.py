@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,26 @@ ComponentKind = Literal["tensor", "overhead"]
 # serializer on first use instead of at import, and the Estimate's serializer includes the rest, so a
 # process that prints one Estimate (`vramwise estimate`) builds one schema, not ten.
 _DEFERRED = ConfigDict(defer_build=True)
+
+M = TypeVar("M", bound=BaseModel)
+_set = object.__setattr__
+
+
+def constructed(cls: type[M], /, **values: Any) -> M:
+    """`cls.model_construct(**values)` for checked values of every field of a model with no aliases,
+    private attributes or post-init (the models below): the same instance, fields in declaration order,
+    all marked as set, without model_construct's per-field look-up of aliases and defaults (~7 us -> ~3 us
+    a model; an answer makes ~30). A field left out is a KeyError, never a silent default.
+    tests/test_result_constructed.py compares it with model_construct."""
+    obj = cls.__new__(cls)
+    fields = {name: values[name] for name in cls.__pydantic_fields__}
+    if len(values) != len(fields):
+        raise TypeError(f"{cls.__name__} has no field {sorted(values.keys() - fields.keys())}")
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", set(fields))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
 
 
 class Component(BaseModel):

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from tools.notes import Note
-from tools.result import Component
+from tools.result import Component, constructed
 from tools.rules.parallel import Stage
 
 TRAIN_PHASES = ("end_of_forward", "backward", "optimizer_step")
@@ -57,7 +57,8 @@ class PhasedComponent(NamedTuple):
 
     def _component(self, entry: Entry) -> Component:
         formula, substituted = entry[1]()
-        return Component.model_construct(
+        return constructed(
+            Component,
             name=self.name,
             bytes=int(entry[0]),
             kind="tensor",

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from tools import calibration as cal
-from tools.result import Component
+from tools.result import Component, constructed
 from tools.rules.parallel import Layout
 from tools.units import MiB
 
@@ -31,7 +31,8 @@ def overhead_bytes(layout: Layout, *, tensor_peak_bytes: int, training: bool) ->
 
 def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: bool) -> list[Component]:
     out = [
-        Component.model_construct(
+        constructed(
+            Component,
             name="cuda_context",
             bytes=cal.CUDA_CONTEXT_BYTES,
             kind="overhead",
@@ -48,7 +49,8 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
     ]
     slack = allocator_slack_bytes(tensor_peak_bytes)
     out.append(
-        Component.model_construct(
+        constructed(
+            Component,
             name="allocator_slack",
             bytes=slack,
             kind="overhead",
@@ -72,7 +74,8 @@ def overhead_components(layout: Layout, *, tensor_peak_bytes: int, training: boo
     if groups:
         nccl = len(groups) * cal.NCCL_BYTES_PER_COMMUNICATOR
         out.append(
-            Component.model_construct(
+            constructed(
+                Component,
                 name="nccl_buffers",
                 bytes=nccl,
                 kind="overhead",

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from tools.notes import note
-from tools.result import Component, PhasePeak
+from tools.result import Component, PhasePeak, constructed
 
 TRAINING_PHASES = ("end_of_forward", "backward", "optimizer_step")
 INFERENCE_PHASES = ("prefill", "decode")
@@ -22,7 +22,7 @@ INFERENCE_PHASES = ("prefill", "decode")
 def peak_of(phases: Mapping[str, Sequence[Component]]) -> tuple[str, list[Component], list[PhasePeak]]:
     """(peak phase, its components, every phase's tensor bytes in order). Ties go to the earlier phase."""
     peaks = [
-        PhasePeak.model_construct(phase=name, tensor_bytes=sum(c.bytes for c in comps))
+        constructed(PhasePeak, phase=name, tensor_bytes=sum(c.bytes for c in comps))
         for name, comps in phases.items()
     ]
     best = max(peaks, key=lambda p: p.tensor_bytes)
