@@ -82,3 +82,30 @@ async def test_questions_in_flight_on_a_killed_worker_are_answered_by_its_replac
     await pool._answer(QUESTIONS[0], ConversationState(), None)  # the pool is whole again for the next one
     after = pool.worker_pids()
     assert len(after) == 2 and before[0] not in after and before[1] in after
+
+
+async def _until(condition, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+async def test_a_question_outlives_each_worker_it_was_given_to_dying(pool: ProcessPoolAgent) -> None:
+    """Workers killed together: each can be picked while its process is still exiting, and each such pick
+    fails. The question goes to the first worker, which dies; its retry goes to the second, which dies
+    too (both held stopped until picked, so the order is certain); the third try, on a new worker, answers."""
+    first, second = list(pool._pool)
+    for w in (first, second):
+        os.kill(w.pid, signal.SIGSTOP)  # alive but not reading: the question waits in its socket
+    task = asyncio.ensure_future(pool._answer(QUESTIONS[0], ConversationState(), None))
+    await _until(lambda: bool(first.pending or second.pending))
+    asked, other = (first, second) if first.pending else (second, first)
+    # the retry's pick: of [other, the one spawned in the dead one's place], round robin turns `_next` 1 -> 0
+    pool._next = 1
+    os.kill(asked.pid, signal.SIGKILL)
+    await _until(lambda: bool(other.pending))  # the retry went to the other worker
+    os.kill(other.pid, signal.SIGKILL)
+    answer = await asyncio.wait_for(task, 60)
+    assert answer[-1][0] == "done"
+    pids = pool.worker_pids()
+    assert len(pids) == 2 and first.pid not in pids and second.pid not in pids

@@ -308,15 +308,18 @@ class ProcessPoolAgent:
     async def _answer(
         self, question: str, state: ConversationState, language: Language | None
     ) -> list[sse_wire.Wire]:
-        """Answered by the least busy worker; if it died first, a new one is started and asked once more:
-        the offline agent is deterministic and has no side effects, so a retry is safe."""
-        for attempt in (1, 2):
+        """Answered by the least busy worker; if it died first, it is replaced and the question asked again:
+        the offline agent is deterministic and has no side effects, so a retry is safe. Up to one more try
+        than there are workers: workers killed together (OOM killer, `kill` of the group) can each be taken
+        for alive by one pick, before their process has exited, and each such try drops one of them."""
+        attempts = self.workers + 1
+        for attempt in range(1, attempts + 1):
             worker = await self._pick()
             try:
                 return await worker.ask(next(self._ids), (question, state, language))
             except WorkerDied:
-                log.error("an offline agent worker died (attempt %d)", attempt)
-                if attempt == 2:
+                log.error("an offline agent worker died (attempt %d of %d)", attempt, attempts)
+                if attempt == attempts:
                     raise
         raise AssertionError("unreachable")
 
