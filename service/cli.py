@@ -1,7 +1,7 @@
 """`vramwise` command line: a thin adapter over the estimator, the agent and the server.
 
 Imports are lazy so that `vramwise estimate` never loads LangChain, FastAPI or torch (process start to
-result ~3.4 x benchmarks/workload.py's time: benchmarks/estimator_speed.py). Bad input: exit code 2 and one
+result ~3.0 x benchmarks/workload.py's time: benchmarks/estimator_speed.py). Bad input: exit code 2 and one
 line on stderr.
 """
 
