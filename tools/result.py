@@ -15,7 +15,7 @@ ComponentName = (
 )
 ComponentKind = Literal["tensor", "overhead"]
 
-# The estimator makes these with model_construct (no validation): each model builds its validator and
+# The estimator makes these with `constructed` (below; no validation): each model builds its validator and
 # serializer on first use instead of at import, and the Estimate's serializer includes the rest, so a
 # process that prints one Estimate (`vramwise estimate`) builds one schema, not ten.
 _DEFERRED = ConfigDict(defer_build=True)
