@@ -112,16 +112,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _check_installed(venv: Path, cwd: Path) -> None:
-    """The installed package (not the checkout) answers, estimates and serves."""
-    where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import tools, service, prompts; print(tools.__file__)"],
+def _tools_file(venv: Path, cwd: Path, imports: str = "tools") -> str:
+    """Where the venv's python, run in `cwd`, imports `tools` from (after `import {imports}`)."""
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", f"import {imports}; print(tools.__file__)"],
         cwd=cwd,
         capture_output=True,
         text=True,
         env=_clean_env(venv),
         check=True,
     ).stdout.strip()
+
+
+def _check_installed(venv: Path, cwd: Path) -> None:
+    """The installed package (not the checkout) answers, estimates and serves."""
+    where = _tools_file(venv, cwd, "tools, service, prompts")
     assert str(venv) in where and str(ROOT) not in where, where
 
     en = _run(venv, cwd, "ask", QUESTION_EN, "--json")
@@ -300,12 +305,4 @@ def test_editable_install_is_a_path_entry_with_bytecode(tmp_path: Path) -> None:
     )
     assert est.returncode == 0, est.stderr[-3000:]
     assert json.loads(est.stdout)["serving"]["kv_bytes_per_token"] == 524_288
-    where = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import tools; print(tools.__file__)"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        env=_clean_env(venv),
-        check=True,
-    ).stdout.strip()
-    assert where == str(source / "tools" / "__init__.py")
+    assert _tools_file(venv, elsewhere) == str(source / "tools" / "__init__.py")
