@@ -98,14 +98,17 @@ def _fit(rs: ResolvedScenario, scenario: Scenario) -> Fit:
         # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
         est = estimate(scenario, plan=False)
         return Fit(scenario=rs.scenario, total_bytes=est.per_gpu.total_bytes, fits=est.fits)
-    fp = footprint_for(rs)
-    tensor_peak = max(_tensor_bytes_by_phase(fp))
-    total = tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
-    return Fit(
-        scenario=rs.scenario,
-        total_bytes=total,
-        fits=total <= usable_bytes(rs.gpu.memory_bytes, rs.safety_margin),
-    )
+    total = _total_bytes(rs, max(_tensor_bytes_by_phase(footprint_for(rs))))
+    return Fit(scenario=rs.scenario, total_bytes=total, fits=total <= _usable(rs))
+
+
+def _total_bytes(rs: ResolvedScenario, tensor_peak: int) -> int:
+    """A tensor peak plus the runtime overhead it brings (tools.rules.overhead.overhead_bytes)."""
+    return tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=rs.training)
+
+
+def _usable(rs: ResolvedScenario) -> int:
+    return usable_bytes(rs.gpu.memory_bytes, rs.safety_margin)
 
 
 def verdict_of(scenario: Scenario) -> Fit:
@@ -115,18 +118,12 @@ def verdict_of(scenario: Scenario) -> Fit:
     rs = resolve(scenario)
     if not rs.training:
         return _fit(rs, scenario)
-    usable = usable_bytes(rs.gpu.memory_bytes, rs.safety_margin)
-
-    def total_of(tensor_peak: int) -> int:
-        return tensor_peak + overhead_bytes(rs.layout, tensor_peak_bytes=tensor_peak, training=True)
-
+    usable = _usable(rs)
     try:
-        with cutoff(lambda bound: total_of(bound) > usable):
-            fp = footprint_for(rs)
+        with cutoff(lambda bound: _total_bytes(rs, bound) > usable):
+            return _fit(rs, scenario)
     except OverLimit as over:
-        return Fit(scenario=rs.scenario, total_bytes=total_of(over.bound), fits=False)
-    total = total_of(max(_tensor_bytes_by_phase(fp)))
-    return Fit(scenario=rs.scenario, total_bytes=total, fits=total <= usable)
+        return Fit(scenario=rs.scenario, total_bytes=_total_bytes(rs, over.bound), fits=False)
 
 
 def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:
