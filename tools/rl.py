@@ -95,13 +95,12 @@ TRL_LOGPS_SOURCE = (
     "trl/trainer/utils.py selective_log_softmax (bf16 row loop); trl grpo_trainer._get_per_token_logps "
     "(logits_to_keep = completion positions), dpo_trainer.concatenated_forward, ppo_trainer"
 )
-# What a trained model keeps between its own update steps (optimizer state, master copy, weights);
-# gradients too when the estimator counts them resident across the step (calibration).
-PERSISTENT_TRAIN_PARTS = ("weights", "quant_metadata", "master_weights", "optimizer_states") + (
-    ("gradients",) if cal.GRADS_RESIDENT_ALL_STEP else ()
-)
 STATIC_PARTS = ("weights", "quant_metadata")
-PERSISTENT_STATE_PARTS = ("weights", "quant_metadata", "master_weights", "optimizer_states")
+# What a trained model holds in every phase of its step: weights, master copy and optimizer state.
+PERSISTENT_STATE_PARTS = (*STATIC_PARTS, "master_weights", "optimizer_states")
+# What it keeps between its own update steps: those, and gradients too when the estimator counts them
+# resident across the step (calibration).
+PERSISTENT_TRAIN_PARTS = PERSISTENT_STATE_PARTS + (("gradients",) if cal.GRADS_RESIDENT_ALL_STEP else ())
 
 # Every part taken from a model's footprint is relabelled with its role (`_take(role=...)`), so the
 # per-model footprints are made without one: the reference, reward and critic forwards of one model over
@@ -648,4 +647,4 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
         else:
             raise ValueError(f"rl_footprint handles ppo, grpo and dpo, not {rs.task!r}")
     rs.said.extend(extra)
-    return fp._replace()
+    return fp
