@@ -1006,7 +1006,7 @@ def _single_levers(search: _Search, kept: _Suggestions, limit: int) -> None:
     """Each single lever at the job's GPU count, cheapest first by the part of its cost key known before
     it is estimated (GPUs, fidelity, speed: only the memory needs the estimate); once `limit` kept
     suggestions all cost less than a lever could, that lever and every later one could never be shown,
-    and are not estimated (the issue's "stop early when the cheapest fits are found")."""
+    and are not estimated: the search stops once the cheapest fits are found."""
     s = kept.base
     n0 = s.num_gpus or 1
     pending = []

@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools.accuracy import AccuracyBound
+from tools.copies import instance
 from tools.notes import Note
 from tools.scenario import Scenario
 
@@ -21,7 +22,6 @@ ComponentKind = Literal["tensor", "overhead"]
 _DEFERRED = ConfigDict(defer_build=True)
 
 M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
 
 
 def constructed(cls: type[M], /, **values: Any) -> M:
@@ -30,15 +30,10 @@ def constructed(cls: type[M], /, **values: Any) -> M:
     all marked as set, without model_construct's per-field look-up of aliases and defaults (~7 us -> ~3 us
     a model; an answer makes ~30). A field left out is a KeyError, never a silent default.
     tests/test_result_constructed.py compares it with model_construct."""
-    obj = cls.__new__(cls)
     fields = {name: values[name] for name in cls.__pydantic_fields__}
     if len(values) != len(fields):
         raise TypeError(f"{cls.__name__} has no field {sorted(values.keys() - fields.keys())}")
-    _set(obj, "__dict__", fields)
-    _set(obj, "__pydantic_fields_set__", set(fields))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
+    return instance(cls, fields, set(fields))
 
 
 class Component(BaseModel):

@@ -33,6 +33,7 @@ from service.agent.events import (
 )
 from service.agent.pieces import text_groups
 from service.agent.render import display_panels
+from tools.copies import instance
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -288,12 +289,7 @@ def _built(cls: type[M], fields: dict[str, Any], private: dict[str, Any] | None)
             **{n: a.get_default(call_default_factory=True) for n, a in declared.items() if n not in private},
             **private,
         }
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", private)
-    return obj
+    return instance(cls, fields, set(fields), private)
 
 
 def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
