@@ -18,11 +18,14 @@ _REJECTS: ContextVar[Callable[[int], bool] | None] = ContextVar("cutoff", defaul
 
 
 class OverLimit(Exception):
-    """A footprint's lower bound (`bound`, tensor bytes on its GPU) already rules out a fit."""
+    """A footprint's lower bound (`bound`, tensor bytes on its GPU) already rules out a fit. `resident`: the
+    bound is of resident state alone, the same whatever the step's tokens, recompute and loss
+    (tools.planner.RESIDENT_BLIND)."""
 
-    def __init__(self, bound: int) -> None:
+    def __init__(self, bound: int, resident: bool = True) -> None:
         super().__init__(bound)
         self.bound = bound
+        self.resident = resident
 
 
 @contextmanager
@@ -35,8 +38,9 @@ def cutoff(rejects: Callable[[int], bool]) -> Iterator[None]:
         _REJECTS.reset(token)
 
 
-def check(lower_bound: int) -> None:
-    """Raise OverLimit when a cut-off is on and rejects `lower_bound` (tensor bytes the peak is at least)."""
+def check(lower_bound: int, *, resident: bool = True) -> None:
+    """Raise OverLimit when a cut-off is on and rejects `lower_bound` (tensor bytes the peak is at least);
+    `resident=False` when the bound also depends on the step's activations (OverLimit.resident)."""
     rejects = _REJECTS.get()
     if rejects is not None and rejects(lower_bound):
-        raise OverLimit(lower_bound)
+        raise OverLimit(lower_bound, resident)

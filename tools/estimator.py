@@ -84,6 +84,9 @@ class Fit(NamedTuple):
     scenario: Scenario
     total_bytes: int
     fits: bool
+    # the verdict came from a resident-state bound (tools/cutoff.py, OverLimit.resident): weights, master
+    # weights, optimizer states and gradients alone already overflow; the total is that bound with its overhead
+    resident_over: bool = False
 
 
 def fit_of(scenario: Scenario) -> Fit:
@@ -123,7 +126,12 @@ def verdict_of(scenario: Scenario) -> Fit:
         with cutoff(lambda bound: _total_bytes(rs, bound) > usable):
             return _fit(rs, scenario)
     except OverLimit as over:
-        return Fit(scenario=rs.scenario, total_bytes=_total_bytes(rs, over.bound), fits=False)
+        return Fit(
+            scenario=rs.scenario,
+            total_bytes=_total_bytes(rs, over.bound),
+            fits=False,
+            resident_over=over.resident,
+        )
 
 
 def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:

@@ -13,7 +13,8 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
 3. More GPUs: for the job's strategy and for the cheapest ladders, a binary search over powers of
    two (1 .. `max_gpus`) on the GPU count, since per-GPU memory never grows with more GPUs under
    ZeRO-3 / TP sharding. When a training job does not fit as asked, the largest count it can be laid
-   out on is probed first: if even that does not fit, no count does, and the search ends there.
+   out on is probed first: if even that does not fit, no count does, and the search ends there. Light
+   levers that already fit on the job's own count are not searched further (their fewest GPUs is no more).
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
    fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
    worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
@@ -25,8 +26,10 @@ Every candidate is checked with `tools.estimator.verdict_of(candidate)`: the tot
 `estimate(candidate, plan=False)` without its components, notes or serving capacity (a candidate is
 compared, never shown), stopped as soon as the weights and optimizer states it must hold already
 cannot fit (tools/cutoff.py; the total of a candidate that does not fit is never compared); candidates
-the estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped. The candidates of
-one search share their pure steps (a `tools.call_memo.memo_scope` around the search).
+the estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped. A candidate that
+differs from one already cut off only in fields its resident state does not read (RESIDENT_BLIND: batch,
+sequence, recompute, loss) does not fit either, and is not estimated. The candidates of one search share
+their pure steps (a `tools.call_memo.memo_scope` around the search).
 
 Cost model (documented ordering; lower is better, compared in this order):
 1. GPUs: fewer first (the hardware bill).
@@ -57,6 +60,22 @@ from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
 MAX_GPUS_DEFAULT = 1024
+# Fields no resident part reads: the weights, master weights, optimizer states and gradients whose sum is a
+# training footprint's lower bound (tools/footprint.py _resident_bound, tools/rl.py _persistent_bytes) depend
+# on the model, its format, the trainable set, the optimizer and the layout, never on the tokens of a step
+# or how its activations and logits are kept. Two candidates differing only in these fields have the same
+# resident bound: when one's already overflows the card (tools/cutoff.py), neither fits
+# (tests/test_planner_shortcuts.py checks the bound over the golden corpus).
+RESIDENT_BLIND = frozenset(
+    {
+        "batch_size",
+        "gradient_accumulation_steps",
+        "seq_len",
+        "gradient_checkpointing",
+        "recompute",
+        "cross_entropy",
+    }
+)
 
 # --- speed factors (step-time multipliers) -------------------------------------------------------
 # Full activation recomputation re-runs the forward: ~ +33% step FLOPs (Korthikanti et al. 2022, sec. 4:
@@ -611,6 +630,8 @@ class _Search:
     cache: dict[Hashable, Fit | None] = field(default_factory=dict)
     resolved_cache: dict[Hashable, Scenario] = field(default_factory=dict)
     heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int], Any]] = field(default_factory=dict)
+    # changes less RESIDENT_BLIND fields -> the verdict of a candidate whose resident state alone overflowed
+    resident_over: dict[Hashable, Fit] = field(default_factory=dict)
     valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
     validated: dict[Hashable, Any] = field(default_factory=dict)  # field values validated so far
 
@@ -624,14 +645,23 @@ class _Search:
         key = _changes_key(changes)
         if key in self.cache:
             return self.cache[key]
-        result: Fit | None
-        try:
-            result = self.estimate_fn(self._checked_merge(changes))
-        except (ScenarioError, ValueError):
-            result = None
-        self.evaluated += 1
+        # the same changes but for RESIDENT_BLIND fields already overflowed on their resident state alone
+        resident_key = _changes_key({k: v for k, v in changes.items() if k not in RESIDENT_BLIND})
+        result = self.resident_over.get(resident_key)
+        if result is None:
+            result = self._evaluate(changes)
+            if result is not None and result.resident_over:
+                self.resident_over[resident_key] = result
         self.cache[key] = result
         return result
+
+    def _evaluate(self, changes: dict[str, Any]) -> Fit | None:
+        """The checker's verdict of the stated scenario with `changes` (None: the estimator rejects it)."""
+        self.evaluated += 1
+        try:
+            return self.estimate_fn(self._checked_merge(changes))
+        except (ScenarioError, ValueError):
+            return None
 
     def _checked_merge(self, changes: dict[str, Any]) -> Scenario:
         """`stated.merged(**changes)`: the stated scenario validated once per search (`valid`), then each
@@ -827,10 +857,10 @@ def _dominates(k: tuple[Any, ...], kept: Suggestion, key: tuple[Any, ...], sg: S
     """A kept suggestion (cost key `k`) makes `sg` (cost `key`) pointless when it is no worse on GPUs,
     fidelity, speed and memory; or no worse on GPUs, fidelity and speed while `sg` is a superset of it
     (the same changes, a higher ZeRO stage, plus more): the extra changes buy nothing."""
-    if all(a <= b for a, b in zip(k[:4], key[:4], strict=True)):
-        return True
-    if not all(a <= b for a, b in zip(k[:3], key[:3], strict=True)):
+    if not (k[0] <= key[0] and k[1] <= key[1] and k[2] <= key[2]):  # GPUs, fidelity, speed
         return False
+    if k[3] <= key[3]:  # and memory
+        return True
     mine, theirs = kept.scenario_changes, sg.scenario_changes
     if not set(mine) <= set(theirs):
         return False
@@ -906,7 +936,7 @@ def plan(
     if found is not None:
         min_gpus_changes = {} if (base.fits and found[0] == (base.scenario.num_gpus or 1)) else dict(found[1])
     return PlanResult(
-        suggestions=[sg for _, sg in _cheapest(kept.scored, limit)],
+        suggestions=[sg for _, sg in kept.cheapest(limit)],
         min_gpus=found[0] if found else None,
         min_gpus_changes=min_gpus_changes,
         evaluated=search.evaluated,
@@ -934,7 +964,8 @@ class _Suggestions:
     base: Scenario  # the resolved job: what fidelity and speed are compared with
     stated: Scenario
     scored: list[Scored] = field(default_factory=list)
-    _bound: tuple[int, tuple[Any, ...] | None] = (0, None)  # (len(scored) when worked out, the bound)
+    # (len(scored), limit) when `cheapest` was last worked out, and what it was
+    _cheapest_memo: tuple[int, int, list[tuple[tuple[Any, ...], Suggestion]]] = (-1, 0, [])
 
     def outranked(self, known: tuple[Any, ...], limit: int) -> bool:
         """Could a candidate whose cost key starts with `known` never be shown? True when the `limit`-th
@@ -945,11 +976,14 @@ class _Suggestions:
         # check for the common candidate that could still be shown
         if known <= heapq.nsmallest(limit, (k for k, _, _ in self.scored))[-1][: len(known)]:
             return False
-        if self._bound[0] != len(self.scored):
-            cheapest = _cheapest(self.scored, limit)
-            self._bound = (len(self.scored), cheapest[-1][0] if len(cheapest) >= limit else None)
-        bound = self._bound[1]
-        return bound is not None and known > bound[: len(known)]
+        cheapest = self.cheapest(limit)
+        return len(cheapest) >= limit and known > cheapest[-1][0][: len(known)]
+
+    def cheapest(self, limit: int) -> list[tuple[tuple[Any, ...], Suggestion]]:
+        """`_cheapest(self.scored, limit)`, worked out again only when a suggestion was kept since."""
+        if self._cheapest_memo[:2] != (len(self.scored), limit):
+            self._cheapest_memo = (len(self.scored), limit, _cheapest(self.scored, limit))
+        return self._cheapest_memo[2]
 
     def add(
         self,
@@ -1052,7 +1086,7 @@ def _more_gpus(
     s = kept.base
     n0 = s.num_gpus or 1
     groups: list[tuple[Any, ...]]
-    if sum(1 for key, _ in _cheapest(kept.scored, limit) if key[0] <= n0) >= limit:
+    if sum(1 for key, _ in kept.cheapest(limit) if key[0] <= n0) >= limit:
         groups = []
     elif s.task != "inference":
         groups = [(Checkpointing(), EightBitOptimizer())]
@@ -1065,6 +1099,9 @@ def _more_gpus(
         if not light:
             continue
         cand = _compose(light)
+        at_n0 = search.run(cand.changes)
+        if at_n0 is not None and at_n0.fits:
+            continue  # the light moves fit on the job's own GPUs: no count above it is the fewest
         got = _min_gpus(search, cand.changes, stated_fields)
         if got is not None and got[0] > n0 and (found is None or got[0] < found[0]):
             kept.add(

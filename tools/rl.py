@@ -446,7 +446,8 @@ def _ppo(rs: ResolvedScenario, prompt_len: int, rollout: int, assumptions: list[
     )
     parts += critic_parts
     # actor and critic keep their weights and optimizer states in every phase: a lower bound of the peak
-    cutoff.check(_persistent_bytes(actor_fp) + _persistent_bytes(critic_fp))
+    # (with PP, of the stage whose whole step is the largest: which stage that is, activations decide)
+    cutoff.check(_persistent_bytes(actor_fp) + _persistent_bytes(critic_fp), resident=rs.layout.pp == 1)
     parts += _actor_rollout(rs, actor_fp, sequences=rollout, prompt_len=prompt_len, seq=seq, role="actor")
     # critic values over the rollouts: a no-grad forward (its weights are already counted as persistent)
     critic_fwd = _model_footprint(
