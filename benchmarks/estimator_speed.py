@@ -129,12 +129,29 @@ def _same_moment_units(one, searches: dict[str, object], rounds: int) -> dict[st
     return out
 
 
+def _count(least: int):
+    """An argparse type: a whole number >= `least`, else a message saying what is accepted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= {least}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=500, help="in-process estimate runs")
-    ap.add_argument("--plan-runs", type=int, default=30, help="full planner searches")
-    ap.add_argument("--cli-runs", type=int, default=7, help="`vramwise estimate` subprocess runs")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of the same-moment estimates' worth")
+    ap.add_argument("--runs", type=_count(1), default=500, help="in-process estimate runs")
+    ap.add_argument("--plan-runs", type=_count(1), default=30, help="full planner searches")
+    ap.add_argument(
+        "--cli-runs", type=_count(0), default=7, help="`vramwise estimate` subprocess runs (0: none)"
+    )
+    ap.add_argument("--rounds", type=_count(1), default=5, help="rounds of the same-moment estimates' worth")
     args = ap.parse_args(argv)
 
     from tools.estimator import estimate
@@ -180,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(xs)} rounds ({min(xs):.1f}-{max(xs):.1f}; target <= {target:g})   {verdict}"
         )
 
+    if not args.cli_runs:
+        return 0
     exe = shutil.which("vramwise") or str(Path(sys.executable).with_name("vramwise"))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(PLAN, f)
