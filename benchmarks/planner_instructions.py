@@ -17,20 +17,18 @@ Run: `python benchmarks/planner_instructions.py [--unit-calls 40 --plan-calls 4 
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import callgrind
+
 TARGETS = {"planner search": 5.0, "planner search, PPO": 10.0}
 
 
 def _child(kind: str, calls: int) -> None:
     """Warm up, then make `calls` calls of `kind` (what the parent counts)."""
-    sys.path.insert(0, str(ROOT))
     from benchmarks.estimator_speed import ONE, PLAN, PLAN_RL
     from tools.estimator import estimate
     from tools.planner import plan
@@ -48,31 +46,6 @@ def _child(kind: str, calls: int) -> None:
         work[kind]()
 
 
-def _count(kind: str, calls: int) -> int:
-    """Instructions callgrind counts for a child making `calls` calls of `kind` after its warm-up."""
-    env = dict(os.environ, PYTHONHASHSEED="0")  # the same dict layouts, hence the same instructions
-    out = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--callgrind-out-file=/dev/null",
-            sys.executable,
-            __file__,
-            "--child",
-            kind,
-            str(calls),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
-    found = re.search(r"Collected : (\d+)", out.stderr)
-    if out.returncode != 0 or not found:
-        raise SystemExit(f"callgrind run failed ({kind}, rc {out.returncode}): {out.stderr[-1500:]}")
-    return int(found.group(1))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--unit-calls", type=int, default=40)
@@ -83,12 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         _child(args.child[0], int(args.child[1]))
         return 0
-    if shutil.which("valgrind") is None:
+    if not callgrind.available():
         print("skipped: valgrind is not installed (Debian: apt-get install valgrind)")
         return 0
-    warm = _count("unit", 0)
+    warm = callgrind.count(__file__, "unit", 0)
     per_call = {
-        kind: (_count(kind, n) - warm) / n
+        kind: callgrind.per_call(__file__, kind, n, warm)
         for kind, n in (("unit", args.unit_calls), ("plan", args.plan_calls), ("ppo", args.ppo_calls))
     }
     unit = per_call["unit"]
