@@ -646,12 +646,12 @@ class _Search:
         if key in self.cache:
             return self.cache[key]
         # the same changes but for RESIDENT_BLIND fields already overflowed on their resident state alone
-        resident_key = _changes_key({k: v for k, v in changes.items() if k not in RESIDENT_BLIND})
-        result = self.resident_over.get(resident_key)
+        # (keyed only once some candidate did: serving searches and most training ones never need the key)
+        result = self.resident_over.get(_resident_key(changes)) if self.resident_over else None
         if result is None:
             result = self._evaluate(changes)
             if result is not None and result.resident_over:
-                self.resident_over[resident_key] = result
+                self.resident_over[_resident_key(changes)] = result
         self.cache[key] = result
         return result
 
@@ -705,6 +705,11 @@ def _changes_key(changes: dict[str, Any]) -> Hashable:
     except TypeError:
         return repr(sorted(changes.items()))
     return key
+
+
+def _resident_key(changes: dict[str, Any]) -> Hashable:
+    """`_changes_key` of `changes` less the RESIDENT_BLIND fields."""
+    return _changes_key({k: v for k, v in changes.items() if k not in RESIDENT_BLIND})
 
 
 def _fit_of_estimate(est: Estimate) -> Fit:
