@@ -129,7 +129,7 @@ def _same_moment_units(one, searches: dict[str, object], rounds: int) -> dict[st
     return out
 
 
-def _count(least: int):
+def at_least(least: int):
     """An argparse type: a whole number >= `least`, else a message saying what is accepted."""
 
     def parse(text: str) -> int:
@@ -146,12 +146,14 @@ def _count(least: int):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=_count(1), default=500, help="in-process estimate runs")
-    ap.add_argument("--plan-runs", type=_count(1), default=30, help="full planner searches")
+    ap.add_argument("--runs", type=at_least(1), default=500, help="in-process estimate runs")
+    ap.add_argument("--plan-runs", type=at_least(1), default=30, help="full planner searches")
     ap.add_argument(
-        "--cli-runs", type=_count(0), default=7, help="`vramwise estimate` subprocess runs (0: none)"
+        "--cli-runs", type=at_least(0), default=7, help="`vramwise estimate` subprocess runs (0: none)"
     )
-    ap.add_argument("--rounds", type=_count(1), default=5, help="rounds of the same-moment estimates' worth")
+    ap.add_argument(
+        "--rounds", type=at_least(1), default=5, help="rounds of the same-moment estimates' worth"
+    )
     args = ap.parse_args(argv)
 
     from tools.estimator import estimate

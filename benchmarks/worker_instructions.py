@@ -8,7 +8,7 @@ serving process sends (the first answer recorded). The request frames are made d
 socket's system calls are left out.
 
 - Instructions (valgrind's callgrind, benchmarks/callgrind.py): a child answers the mix K times after its
-  warm-up, minus a child that only warms up, over the 12 K answers. The box's load does not move it.
+  warm-up, minus a child that only warms up, over its K rounds' answers. The box's load does not move it.
 - CPU time (`--time`): this thread's CPU per answer, and its ratio to the fixed workload timed in the same
   run (benchmarks/workload.py), with the workers' GC settings (service/app.py tune_gc_for_serving).
 
@@ -26,12 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import callgrind
+from benchmarks.estimator_speed import at_least
+from benchmarks.load_chat import QUESTIONS
+
+ANSWERS = 2 * len(QUESTIONS)  # one round of the mix: each question, then its follow-up
 
 
 def _requests() -> list[bytes]:
     """The mix's request frames as the serving process sends them: (id, question, state, language)."""
     from benchmarks.chat_inprocess import FOLLOW_UP
-    from benchmarks.load_chat import QUESTIONS
     from service.agent.base import ConversationState
     from service.api import agent_pool
 
@@ -87,26 +90,24 @@ def _time(rounds: int) -> None:
     per_answer = []
     for _ in range(rounds):
         c0 = time.thread_time()
-        _answer_all(frames)
+        replies = _answer_all(frames)
         per_answer.append((time.thread_time() - c0) * 1000 / len(frames))
     ref = statistics.median([ref_before.cpu_ms, time_workload().cpu_ms])
     med = statistics.median(per_answer)
     print(
         f"worker answer over the load mix: CPU {med:.3f} ms (median of {rounds} rounds of {len(frames)}) "
-        f"= {med / ref:.4f} x workload ({ref:.1f} ms); reply {sum(map(len, _answer_all(frames))) / len(frames) / 1024:.1f} KiB"
+        f"= {med / ref:.4f} x workload ({ref:.1f} ms); reply {sum(map(len, replies)) / len(frames) / 1024:.1f} KiB"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--rounds", type=int, help="rounds of the mix counted (callgrind, default 3) or timed (20)"
+        "--rounds", type=at_least(1), help="rounds of the mix counted (callgrind, default 3) or timed (20)"
     )
     ap.add_argument("--time", action="store_true", help="CPU time per answer instead of instructions")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "CALLS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.rounds is not None and args.rounds < 1:
-        ap.error(f"--rounds {args.rounds}: give a whole number >= 1")
     if args.child:
         _child(int(args.child[1]))
         return 0
@@ -119,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             "skipped: valgrind is not installed (Debian: apt-get install valgrind); --time needs no valgrind"
         )
         return 0
-    answers = 12 * rounds
-    per_answer = callgrind.per_call(__file__, "mix", rounds) / 12
+    per_answer = callgrind.per_call(__file__, "mix", rounds) / ANSWERS
     print(
-        f"worker answer over the load mix: {per_answer / 1e6:.2f} M instructions ({answers} answers counted)"
+        f"worker answer over the load mix: {per_answer / 1e6:.2f} M instructions "
+        f"({ANSWERS * rounds} answers counted)"
     )
     return 0
 

@@ -12,7 +12,7 @@ from service.api import agent_pool
 def test_the_worker_benchmark_answers_the_load_mix_as_a_worker_does() -> None:
     frames = worker_instructions._worker(tune_gc=False)  # the test process keeps its own GC settings
     replies = worker_instructions._answer_all(frames)
-    assert len(replies) == len(frames) == 2 * len(QUESTIONS)
+    assert len(replies) == len(frames) == worker_instructions.ANSWERS == 2 * len(QUESTIONS)
     for reply in replies:
         [(request_id, ok, wire)] = agent_pool._frames(bytearray(reply))  # as the serving process reads it
         assert ok and request_id in (1, 2)
@@ -20,9 +20,17 @@ def test_the_worker_benchmark_answers_the_load_mix_as_a_worker_does() -> None:
         assert kinds[0] == "scenario" and "estimate" in kinds and kinds[-1] == "done"
 
 
-@pytest.mark.parametrize("argv", [["--runs", "0"], ["--cli-runs", "-1"], ["--rounds", "x"]])
-def test_estimator_speed_refuses_counts_it_cannot_run(argv: list[str], capsys) -> None:
+@pytest.mark.parametrize(
+    ("main", "argv"),
+    [
+        (estimator_speed.main, ["--runs", "0"]),
+        (estimator_speed.main, ["--cli-runs", "-1"]),
+        (estimator_speed.main, ["--rounds", "x"]),
+        (worker_instructions.main, ["--rounds", "0"]),
+    ],
+)
+def test_benchmarks_refuse_counts_they_cannot_run(main, argv: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as stop:
-        estimator_speed.main(argv)
+        main(argv)
     assert stop.value.code == 2
     assert "give a whole number" in capsys.readouterr().err
