@@ -718,9 +718,11 @@ def _fit_of_estimate(est: Estimate) -> Fit:
 
 def _stated_scenario(base: Estimate) -> Scenario:
     """The user's scenario before defaults: resolved fields the estimator assumed are reset to None,
-    so each candidate gets the defaults that fit its own task (e.g. a QLoRA candidate's recipe)."""
+    so each candidate gets the defaults that fit its own task (e.g. a QLoRA candidate's recipe). Kept: the
+    fields whose assumptions say how a stated value was read rather than fill one (the model and GPU names,
+    the images' decoder tokens: tools/resolution/sizes.py), and the task, which the levers change."""
     assumed = {a.field for a in base.assumptions if a.field in Scenario.model_fields}
-    keep = {"model", "params", "architecture", "task", "gpu"}
+    keep = {"model", "params", "architecture", "task", "gpu", "images"}
     return base.scenario.model_copy(update={f: None for f in assumed - keep})
 
 
