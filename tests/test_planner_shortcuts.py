@@ -124,3 +124,33 @@ def test_light_levers_that_fit_on_the_job_s_own_gpus_are_not_searched_on_more(mo
 @pytest.mark.parametrize("field", sorted(RESIDENT_BLIND))
 def test_blind_fields_are_scenario_fields(field: str) -> None:
     assert field in Scenario.model_fields
+
+
+def test_the_job_as_asked_spelt_out_is_answered_by_its_own_estimate(monkeypatch) -> None:
+    """A candidate whose changes only restate the job (values the stated scenario has, or the TP and PP sizes
+    the estimator gave it) is the job as asked: its verdict is the base estimate's, not estimated again.
+    Checked over the golden corpus: each such candidate, estimated, gives the base's verdict (and total, when
+    it fits)."""
+    answered: list[tuple[Any, dict[str, Any]]] = []
+    run = planner_module._Search.run
+
+    def recording(self: Any, changes: dict[str, Any]) -> Any:
+        kept = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
+        if changes and (not kept or self._as_resolved(kept)):
+            answered.append((self, kept))
+        return run(self, changes)
+
+    monkeypatch.setattr(planner_module._Search, "run", recording)
+    for row in read_corpus():
+        if row.get("estimate"):
+            plan(estimate(Scenario.model_validate(row["scenario"]), plan=False))
+    spelt = {"empty": 0, "sizes": 0}
+    for search, kept in answered:
+        spelt["sizes" if kept else "empty"] += 1
+        fit = verdict_of(search.stated.merged(**kept))
+        assert fit.fits == search.base.fits, (search.base.scenario, kept)
+        if fit.fits:
+            assert fit.total_bytes == search.base.per_gpu.total_bytes, (search.base.scenario, kept)
+    # the job's own GPU count probed by the fewest-GPU search (`{"num_gpus": n}` is no change), and a
+    # serving layout on it (`{"tp": 1, "pp": 1}` on one GPU)
+    assert spelt["empty"] >= 20 and spelt["sizes"] >= 20, spelt

@@ -637,11 +637,13 @@ class _Search:
 
     def run(self, changes: dict[str, Any]) -> Fit | None:
         """The verdict of the stated scenario with `changes` (None when the estimator rejects it)."""
-        if not changes:
-            return _fit_of_estimate(self.base)
         # a change to the value the stated scenario already has is no change (merged() gives the same
-        # scenario): candidates that differ only by such changes share one estimate
+        # scenario): candidates that differ only by such changes share one estimate, and with none left
+        # the candidate is the job as asked (the stated scenario keeps every stated value,
+        # tests/test_planner_consistency.py): its verdict is the base estimate's
         changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
+        if not changes or self._as_resolved(changes):
+            return _fit_of_estimate(self.base)
         key = _changes_key(changes)
         if key in self.cache:
             return self.cache[key]
@@ -654,6 +656,15 @@ class _Search:
                 self.resident_over[_resident_key(changes)] = result
         self.cache[key] = result
         return result
+
+    def _as_resolved(self, changes: dict[str, Any]) -> bool:
+        """Do `changes` only spell out the TP and PP sizes the estimator gave the job as asked (a serving
+        layout on the job's own GPU count)? The resolver reads a stated size as it reads the one it fills
+        (tools/resolution/layout.py parallel_layout): the candidate is the job as asked."""
+        base = self.base.scenario
+        return changes.keys() <= _SIZES_AS_FILLED and all(
+            (getattr(base, k) or 1) == v for k, v in changes.items()
+        )
 
     def _evaluate(self, changes: dict[str, Any]) -> Fit | None:
         """The checker's verdict of the stated scenario with `changes` (None: the estimator rejects it)."""
@@ -692,6 +703,9 @@ class _Search:
         if got is None:
             got = self.heads_cache[key] = (_heads(s), s.architecture)
         return got[0]
+
+
+_SIZES_AS_FILLED = frozenset({"tp", "pp"})  # read alike stated or filled (None: 1)
 
 
 def _changes_key(changes: dict[str, Any]) -> Hashable:
