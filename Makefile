@@ -56,6 +56,7 @@ format: install-test
 bench: install-test
 	$(BIN)/python benchmarks/estimator_speed.py
 	$(BIN)/python benchmarks/planner_instructions.py
+	$(BIN)/python benchmarks/planner_floor.py
 	$(BIN)/python benchmarks/worker_instructions.py
 	$(BIN)/python benchmarks/answer_latency.py
 	$(BIN)/python benchmarks/answer_length.py

@@ -4,7 +4,8 @@ scenario and estimated again gives the total and the verdict the planner showed.
 The planner estimates its candidates from the user's scenario before defaults (tools/planner.py
 `_stated_scenario`: the fields the estimator filled are reset, so that a QLoRA candidate gets QLoRA's
 defaults). A stated field reset there would be dropped from every candidate: the images of a vision job
-were, and its suggestions claimed fits at half the memory the changed job needs.
+were, and its suggestions claimed fits at half the memory the changed job needs; a model given by its
+parameter count became another model of that size.
 """
 
 from __future__ import annotations
@@ -44,6 +45,27 @@ def test_a_vision_job_keeps_its_images_in_every_candidate() -> None:
     # the QLoRA way out, hand-checked against the estimate of the changed job: 20.48 GiB of 23.99
     qlora = next(sg for sg in est.suggestions if sg.scenario_changes.get("task") == "qlora")
     assert round(qlora.total_bytes / GiB, 2) == 20.48
+
+
+# A model given as a parameter count only (the API's and the CLI's `params`): resolved, it is named by its
+# size label ("13B"), which read as a name is the typical model of that size, not the count's shape.
+PARAMS_ONLY_ON_4090 = Scenario(params=13_000_000_000, task="full_finetune", gpu="4090", num_gpus=1)
+
+
+def test_a_model_given_by_its_parameter_count_is_the_same_model_in_every_candidate() -> None:
+    est = estimate(PARAMS_ONLY_ON_4090)
+    stated = _stated_scenario(est)
+    assert (stated.model, stated.params) == (None, 13_000_000_000)
+    user = PARAMS_ONLY_ON_4090.model_dump(exclude_none=True)
+    for sg in est.suggestions:
+        assert _again(user, sg.scenario_changes) == (sg.total_bytes, True)
+    # offloading alone was offered at 21.49 GiB (the "13B" shape) while the job with it needs 24.52 GiB of a
+    # 24 GiB card; with the count's own shape it needs checkpointing too: 7.24 GiB
+    changes = [sg.scenario_changes for sg in est.suggestions]
+    assert {"offload_params": "cpu", "offload_optimizer": "cpu", "zero_stage": 3} not in changes
+    assert round(est.suggestions[0].total_bytes / GiB, 2) == 7.24
+    assert est.suggestions[0].scenario_changes["gradient_checkpointing"] is True
+    assert est.min_gpus == 16
 
 
 def _corpus_estimates() -> list[tuple[dict[str, Any], dict[str, Any]]]:

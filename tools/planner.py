@@ -642,7 +642,7 @@ class _Search:
         # the candidate is the job as asked (the stated scenario keeps every stated value,
         # tests/test_planner_consistency.py): its verdict is the base estimate's
         changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
-        if not changes or self._as_resolved(changes):
+        if not changes or (len(changes) <= len(_SIZES_AS_FILLED) and self._as_resolved(changes)):
             return _fit_of_estimate(self.base)
         key = _changes_key(changes)
         if key in self.cache:
@@ -737,7 +737,14 @@ def _stated_scenario(base: Estimate) -> Scenario:
     the images' decoder tokens: tools/resolution/sizes.py), and the task, which the levers change."""
     assumed = {a.field for a in base.assumptions if a.field in Scenario.model_fields}
     keep = {"model", "params", "architecture", "task", "gpu", "images"}
-    return base.scenario.model_copy(update={f: None for f in assumed - keep})
+    update: dict[str, Any] = {f: None for f in assumed - keep}
+    for a in base.assumptions:
+        if a.code == "model.from_params":
+            # a model given as a parameter count only is named by its size label once resolved ("3B"); read
+            # as a name, that label is the typical model of the size, another shape (tools/resolution/model.py
+            # resolve_model_ref): the candidates read the count again, as the job did
+            update.update(model=None, params=a.values["params"])
+    return base.scenario.model_copy(update=update)
 
 
 def _heads(s: Scenario) -> tuple[int, int, int]:
