@@ -9,7 +9,9 @@ timed three ways, interleaved round by round:
   would give it (every component reused, only what a candidate changes recomputed, at no cost);
 - footprints and resolution free: each candidate's resolved scenario (tools.resolve.resolve) is looked up
   too. What is left is the planner's own steps (levers, keys, ladders, the suggestions kept), each
-  candidate's validation (Scenario.merged_checked) and its verdict's arithmetic.
+  candidate's validation (Scenario.merged_checked) and its verdict's arithmetic;
+- verdicts free: each candidate's verdict (the planner's `_Search._evaluate`) is looked up: the planner's
+  own steps alone.
 
 Each line is CPU time of this thread and estimates' worth (the unit of estimator_speed.py: the median of
 `estimate(ONE, plan=False)` timed in the same round). The lookups are keyed by the candidate's changes,
@@ -40,7 +42,7 @@ from benchmarks.estimator_speed import (
     at_least,
 )
 
-MODES = ("as is", "footprints free", "footprints and resolution free")
+MODES = ("as is", "footprints free", "footprints and resolution free", "verdicts free")
 SEARCHES = {
     "planner search": (PLAN, TARGET_PLAN_ESTIMATES),
     "planner search, PPO": (PLAN_RL, TARGET_PLAN_RL_ESTIMATES),
@@ -52,7 +54,7 @@ class _Lookups:
 
     def __init__(self) -> None:
         self.candidate: Hashable | None = None  # the candidate being evaluated (None: outside an evaluation)
-        self.tables: dict[str, dict[Hashable, Any]] = {"resolve": {}, "footprint": {}}
+        self.tables: dict[str, dict[Hashable, Any]] = {"resolve": {}, "footprint": {}, "verdict": {}}
 
     def looked_up(self, name: str, real: Callable[[Any], Any], free: bool) -> Callable[[Any], Any]:
         table = self.tables[name]
@@ -80,15 +82,21 @@ def _mode(lookups: _Lookups, mode: str, search_id: str, record: bool = False) ->
     saved = (estimator.resolve, estimator.footprint_for, planner._Search._evaluate)
     evaluate = saved[2]
 
+    verdicts = lookups.tables["verdict"]
+
     def evaluating(self: Any, changes: dict[str, Any]) -> Any:
-        lookups.candidate = (search_id, planner._changes_key(changes))
+        key = lookups.candidate = (search_id, planner._changes_key(changes))
         try:
-            return evaluate(self, changes)
+            if mode == MODES[3]:
+                self.evaluated += 1  # as _evaluate counts it
+                return verdicts[key]
+            verdicts[key] = evaluate(self, changes)
+            return verdicts[key]
         finally:
             lookups.candidate = None
 
     estimator.resolve = lookups.looked_up("resolve", saved[0], mode == MODES[2])
-    estimator.footprint_for = lookups.looked_up("footprint", saved[1], mode != MODES[0])
+    estimator.footprint_for = lookups.looked_up("footprint", saved[1], mode in MODES[1:3])
     planner._Search._evaluate = evaluating
     try:
         yield

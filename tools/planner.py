@@ -649,11 +649,11 @@ class _Search:
             return self.cache[key]
         # the same changes but for RESIDENT_BLIND fields already overflowed on their resident state alone
         # (keyed only once some candidate did: serving searches and most training ones never need the key)
-        result = self.resident_over.get(_resident_key(changes)) if self.resident_over else None
+        result = self.resident_over.get(_resident_key(key, changes)) if self.resident_over else None
         if result is None:
             result = self._evaluate(changes)
             if result is not None and result.resident_over:
-                self.resident_over[_resident_key(changes)] = result
+                self.resident_over[_resident_key(key, changes)] = result
         self.cache[key] = result
         return result
 
@@ -721,8 +721,11 @@ def _changes_key(changes: dict[str, Any]) -> Hashable:
     return key
 
 
-def _resident_key(changes: dict[str, Any]) -> Hashable:
-    """`_changes_key` of `changes` less the RESIDENT_BLIND fields."""
+def _resident_key(key: Hashable, changes: dict[str, Any]) -> Hashable:
+    """`_changes_key` of `changes` less the RESIDENT_BLIND fields, from `key`, the `_changes_key` of `changes`
+    (its items are in name order: the same items less those fields)."""
+    if key.__class__ is tuple:
+        return tuple([item for item in key if item[0] not in RESIDENT_BLIND])  # type: ignore[attr-defined]
     return _changes_key({k: v for k, v in changes.items() if k not in RESIDENT_BLIND})
 
 
