@@ -28,8 +28,9 @@ compared, never shown), stopped as soon as the weights and optimizer states it m
 cannot fit (tools/cutoff.py; the total of a candidate that does not fit is never compared); candidates
 the estimator rejects (ScenarioError: e.g. TP not dividing the heads) are skipped. A candidate that
 differs from one already cut off only in fields its resident state does not read (RESIDENT_BLIND: batch,
-sequence, recompute, loss) does not fit either, and is not estimated. The candidates of one search share
-their pure steps (a `tools.call_memo.memo_scope` around the search).
+sequence, recompute, loss) does not fit either, and is not estimated; a candidate that only restates the job
+as asked (its stated values, or the TP and PP sizes the estimator gave it) is answered by the base estimate.
+The candidates of one search share their pure steps (a `tools.call_memo.memo_scope` around the search).
 
 Cost model (documented ordering; lower is better, compared in this order):
 1. GPUs: fewer first (the hardware bill).
