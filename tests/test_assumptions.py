@@ -115,7 +115,7 @@ def test_an_optional_part_is_left_out_without_its_value() -> None:
 
 
 def test_every_corpus_assumption_reads_in_both_languages() -> None:
-    """All 1,919 golden-corpus estimates (tests/test_golden_corpus.py proves they are what the estimator
+    """All 1,931 golden-corpus estimates (tests/test_golden_corpus.py proves they are what the estimator
     emits now): each assumption's code is known and reads in English (= the JSON's reason) and Chinese."""
     seen: set[str] = set()
     count = 0

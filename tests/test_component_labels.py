@@ -69,7 +69,7 @@ def test_labels_read_in_both_languages() -> None:
 
 
 def test_every_corpus_component_is_named_in_both_languages() -> None:
-    """Every component of the 1,919 golden-corpus estimates: its code is known, English reads as the
+    """Every component of the 1,931 golden-corpus estimates: its code is known, English reads as the
     JSON's label, Chinese has a template and no placeholder or untranslated value word left."""
     count = 0
     zh_words = label_tables("zh")[1]

@@ -154,4 +154,4 @@ def test_every_corpus_note_reads_in_both_languages() -> None:
             count += 1
             assert component_note_text(c, "en") == c.note == note_table("en")[c.note_code]
             assert HAN.search(component_note_text(c, "zh") or "")
-    assert count == 56
+    assert count == 59

@@ -70,4 +70,4 @@ def test_every_corpus_gpu_role_reads_in_both_languages() -> None:
         zh = gpu_role_text(per_gpu, "zh") or ""
         assert "rank" not in zh and "stage" not in zh and "${" not in zh
         count += 1
-    assert count == 1616
+    assert count == 1628
