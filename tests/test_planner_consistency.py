@@ -13,8 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tests.golden.make_corpus import read_corpus
+from tools.catalog.models import get_model, list_models
+from tools.errors import ScenarioError
 from tools.estimator import estimate
 from tools.planner import _stated_scenario
 from tools.scenario import Scenario
@@ -104,3 +108,58 @@ def test_the_stated_scenario_keeps_what_the_user_said(case: str) -> None:
         assert seen == 0
     else:  # the one replacement the corpus holds
         assert seen == 8
+
+
+MODELS = sorted(m.id for m in list_models())
+VISION = [m for m in MODELS if "-vl-" in m]
+
+
+@st.composite
+def jobs(draw) -> dict[str, Any]:
+    """A job named the ways users name one (catalog name, parameter count, an HF config's architecture), with
+    a few of the settings the planner's candidates change or must keep."""
+    data: dict[str, Any] = {
+        "task": draw(
+            st.sampled_from(["inference", "full_finetune", "lora", "qlora", "freeze", "dpo", "ppo"])
+        ),
+        "gpu": draw(st.sampled_from(["4090", "a100-40gb", "a100-80gb", "h100", "t4"])),
+        "batch_size": draw(st.integers(1, 16)),
+        "seq_len": draw(st.sampled_from([512, 2048, 8192])),
+    }
+    named = draw(st.sampled_from(["catalog", "vision", "params", "architecture"]))
+    if named == "params":
+        data["params"] = draw(st.sampled_from([3_000_000_000, 7_000_000_000, 13_000_000_000, 34_000_000_000]))
+    elif named == "architecture":
+        data["architecture"] = get_model(draw(st.sampled_from(MODELS))).architecture.model_dump()
+    else:
+        data["model"] = draw(st.sampled_from(VISION if named == "vision" else MODELS))
+        if named == "vision":
+            data["images"] = draw(st.integers(1, 4))
+    optional = {
+        "num_gpus": st.sampled_from([1, 2, 8]),
+        "gradient_checkpointing": st.booleans(),
+        "zero_stage": st.sampled_from([0, 2, 3]),
+        "optimizer": st.sampled_from(["adamw", "sgd", "adamw_8bit"]),
+        "weight_dtype": st.sampled_from(["bf16", "fp32", "int4"]),
+        "offload_optimizer": st.sampled_from(["cpu", "none"]),
+        "kv_dtype": st.sampled_from(["fp8", "bf16"]),
+        "tp": st.sampled_from([1, 2]),
+        "precision_recipe": st.sampled_from(["mixed", "amp"]),
+    }
+    for name in draw(st.lists(st.sampled_from(sorted(optional)), max_size=3, unique=True)):
+        data[name] = draw(optional[name])
+    return data
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(jobs())
+def test_suggestions_reproduce_for_jobs_named_every_way(data: dict[str, Any]) -> None:
+    try:
+        est = estimate(Scenario.model_validate(data))
+    except (ScenarioError, ValueError):
+        assume(False)
+        raise  # unreachable
+    for sg in est.suggestions:
+        assert _again(data, sg.scenario_changes) == (sg.total_bytes, sg.fits), sg.scenario_changes
+    if est.min_gpus_changes:
+        assert _again(data, est.min_gpus_changes)[1]
