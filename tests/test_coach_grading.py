@@ -197,6 +197,17 @@ def test_fewest_gpus_is_exact() -> None:
     assert g.correct is False and f"The fewest A100 80GB GPUs that fit: **{n}**" in g.explanation
 
 
+def test_fewest_gpus_breakdown_is_the_planner_s_own_layout() -> None:
+    # llama-2-7b full fine-tune at batch 2 on H100s: the fewest is 2 with TP=2 (66.41 GiB, fits). Estimated
+    # again from the resolved job, its filled "mixed" recipe read as DeepSpeed's stated one: 79.91 GiB,
+    # "does not fit" beside the count it explains
+    sc = {"model": "llama-2-7b", "task": "full_finetune", "gpu": "h100", "batch_size": 2}
+    est = estimate(Scenario(**sc))
+    assert est.min_gpus == 2 and est.min_gpus_changes == {"num_gpus": 2, "tp": 2, "sequence_parallel": True}
+    g = graded(QuestionSpec("training", 2, "min_gpus", sc, "min_gpus", "count"), "2 GPUs")
+    assert g.correct and "66.41 GiB" in g.explanation and "79.91" not in g.explanation
+
+
 def test_concept_key_points() -> None:
     spec = QuestionSpec("concepts", 2, "rule_16x", {}, "concept", "concept", facts={"concept": "rule_16x"})
     full = graded(spec, "2 B weights, 2 B gradients, a 4 B fp32 master copy and Adam's m and v moments")

@@ -70,6 +70,16 @@ def test_lora_dropout_is_an_assumption_with_what_005_adds() -> None:
     assert not any(a.field == "lora_dropout" for a in estimate(Scenario(**kw, lora_dropout=0.1)).assumptions)
 
 
+def test_what_dropout_adds_is_of_the_job_as_asked_when_the_model_is_a_parameter_count() -> None:
+    # the resolved scenario names the model "13B", another shape than the count's: read again, dropout
+    # "added" -5.40 GiB
+    kw = dict(params=13_000_000_000, task="lora", gpu="a100-80gb", batch_size=4, seq_len=2048, lora_rank=16)
+    est = estimate(Scenario(**kw))
+    a = next(a for a in est.assumptions if a.field == "lora_dropout")
+    dropped = estimate(Scenario(**kw, lora_dropout=0.05), plan=False).per_gpu.tensor_peak_bytes
+    assert a.values["extra_bytes"] == dropped - est.per_gpu.tensor_peak_bytes > 0
+
+
 def test_fp16_optimizer_step_adds_eight_bytes_per_parameter_when_mixed_is_stated() -> None:
     kw = dict(model="llama-2-7b", task="full_finetune", gpu="h200", batch_size=1, seq_len=512)
     stated = estimate(Scenario(**kw, precision_recipe="mixed", weight_dtype="bf16"), plan=False)

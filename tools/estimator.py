@@ -190,7 +190,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         suggestions=[],
         # what lora_dropout 0.05 would add is one more peak computation: only for planned (answered) estimates
         assumptions=rs.assumptions
-        + saver_assumptions(rs, _dropout_extra(rs, pk.tensor_bytes) if plan else None),
+        + saver_assumptions(rs, _dropout_extra(scenario, rs, pk.tensor_bytes) if plan else None),
         no_effect=no_effect,
         notes=notes,
         serving=serving,
@@ -368,12 +368,14 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
     return est
 
 
-def _dropout_extra(rs: ResolvedScenario, tensor_bytes: int) -> int | None:
-    """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated)."""
+def _dropout_extra(scenario: Scenario, rs: ResolvedScenario, tensor_bytes: int) -> int | None:
+    """What lora_dropout = 0.05 would add to this LoRA job's peak (None when dropout was stated): the job as
+    asked (`scenario`, not the resolved one: its filled values would read as stated, and a model given by
+    its parameter count would be read again by its size label, another shape) with that dropout."""
     if rs.task not in ("lora", "qlora") or rs.scenario.lora_dropout is not None:
         return None
     # the peak's tensor bytes straight from the footprint's parts (fit_of's sums): no component texts
-    with_dropout = footprint_for(resolve(rs.scenario.merged(lora_dropout=0.05)))
+    with_dropout = footprint_for(resolve(scenario.merged(lora_dropout=0.05)))
     return max(_tensor_bytes_by_phase(with_dropout)) - tensor_bytes
 
 

@@ -751,6 +751,13 @@ def _stated_scenario(base: Estimate) -> Scenario:
     return base.scenario.model_copy(update=update)
 
 
+def changed_job(base: Estimate, changes: dict[str, Any]) -> Scenario:
+    """The job of `base` with `changes` (a suggestion's `scenario_changes`, the min_gpus layout), as the
+    planner estimated it: the stated scenario, not the resolved one (whose filled values would read as
+    stated: a filled `mixed` recipe as DeepSpeed's FP16_Optimizer, tools/components/savers.py)."""
+    return _stated_scenario(base).merged(**changes)
+
+
 def _heads(s: Scenario) -> tuple[int, int, int]:
     """(attention heads, KV heads, layers) of the scenario's model (0 KV heads = MLA, no constraint)."""
     from tools.resolve import resolve_model_ref

@@ -346,11 +346,13 @@ def grade_count(
 
 def _min_gpus_lines(est: Estimate, language: str) -> list[str]:
     from tools.estimator import estimate
+    from tools.planner import changed_job
 
     if est.min_gpus is None:
         return [_f(language, "breakdown", "min_gpus_none", gpu=est.gpu.name), *_fits_lines(est, language)]
     changes = est.min_gpus_changes or {}
-    at_min = estimate(est.scenario.merged(**changes), plan=False) if changes else est
+    # the layout as the planner estimated it (est.scenario is the resolved job: its defaults would read as stated)
+    at_min = estimate(changed_job(est, changes), plan=False) if changes else est
     layout = _f(language, "breakdown", "layout", changes=_layout(changes)) if changes else ""
     return [
         _f(
