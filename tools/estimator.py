@@ -158,7 +158,9 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     notes = list(rs.notes) + [n for n in pk.fp.notes if n not in rs.notes]
 
     serving = _serving(rs, pk.phase_components, pk.overhead) if not rs.training else None
-    no_effect = _no_effect(rs.scenario)
+    # the job as asked: the gradient-accumulation note estimates it again (the resolved scenario's filled values
+    # would read as stated ones, a parameter count's size label as another model)
+    no_effect = _no_effect(scenario)
     gpu = rs.gpu
     est = constructed(
         Estimate,
