@@ -643,7 +643,7 @@ class _Search:
         # the candidate is the job as asked (the stated scenario keeps every stated value,
         # tests/test_planner_consistency.py): its verdict is the base estimate's
         changes = {k: v for k, v in changes.items() if getattr(self.stated, k) != v}
-        if not changes or (len(changes) <= len(_SIZES_AS_FILLED) and self._as_resolved(changes)):
+        if not changes or self._as_resolved(changes):
             return _fit_of_estimate(self.base)
         key = _changes_key(changes)
         if key in self.cache:
