@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from service.agent.asked import Asked, Source
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -26,6 +27,10 @@ class Answer(BaseModel):
     summary: str = ""
     agent: str = "offline"  # which brain answered: offline, llm, llm->offline (fallback)
     conversation_id: str | None = None
+    # what the user was told about fallbacks, overruled figures, cut-off replies (the NoticeEvents' messages)
+    notices: list[str] = Field(default_factory=list)
+    asked: Asked | None = None  # what was asked (service/agent/asked.py); null: a plain fit question
+    source: Source | None = None  # what was read from a pasted config, command line or log
 
 
 class DisplayComponent(BaseModel):
@@ -74,6 +79,14 @@ class EstimateEvent(BaseModel):
     _display: dict[str, Any] | None = PrivateAttr(None)
 
 
+class AskedEvent(BaseModel):
+    """What was asked and, for a paste, what was read from it; sent before the answer's text."""
+
+    type: Literal["asked"] = "asked"
+    asked: Asked
+    source: Source | None = None
+
+
 class TokenEvent(BaseModel):
     type: Literal["token"] = "token"
     text: str
@@ -104,6 +117,6 @@ class ErrorEvent(BaseModel):
 
 
 AgentEvent = Annotated[
-    ScenarioEvent | EstimateEvent | TokenEvent | NoticeEvent | DoneEvent | ErrorEvent,
+    ScenarioEvent | EstimateEvent | AskedEvent | TokenEvent | NoticeEvent | DoneEvent | ErrorEvent,
     Field(discriminator="type"),
 ]

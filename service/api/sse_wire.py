@@ -21,9 +21,11 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, PrivateAttr
 from sse_starlette import ServerSentEvent
 
+from service.agent.asked import Asked, Source
 from service.agent.events import (
     AgentEvent,
     Answer,
+    AskedEvent,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -48,6 +50,8 @@ def event_payload(ev: AgentEvent) -> tuple[str, dict[str, Any]]:
         return "estimate", ev.estimate.model_dump(mode="json")
     if isinstance(ev, TokenEvent):
         return "token", {"text": ev.text}
+    if isinstance(ev, AskedEvent):
+        return "asked", ev.model_dump(mode="json", include={"asked", "source"})
     if isinstance(ev, NoticeEvent):
         return "notice", {"message": ev.message, "code": ev.code}
     if isinstance(ev, DoneEvent):
@@ -161,7 +165,12 @@ class EncodedAnswer(_Lazy, Answer):
     """An Answer whose `done` event is encoded but for its `conversation_id` (set by the turn runner
     after the agent answered: the payload is spliced around it, so model_copy keeps it right)."""
 
-    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {"scenario": Scenario, "estimate": Estimate}
+    _lazy_types: ClassVar[dict[str, type[BaseModel]]] = {
+        "scenario": Scenario,
+        "estimate": Estimate,
+        "asked": Asked,
+        "source": Source,
+    }
     _lazy_json: dict[str, str] = PrivateAttr(default_factory=dict)
     _head: str = PrivateAttr("")  # the payload's JSON up to the conversation_id value
     _tail: str = PrivateAttr("")  # after it: the rest of the answer (and `display`)
@@ -269,6 +278,9 @@ def encode(ev: AgentEvent, display_language: str, memo: dict[Any, str]) -> Wire:
             tail,
             a.summary,
             "null" if a.scenario is None else a.scenario.model_dump_json(exclude_none=True),
+            dumps(a.notices),
+            "null" if a.asked is None else json_of(a.asked),
+            "null" if a.source is None else json_of(a.source),
         )
     return ("event", ev.model_dump_json())  # notice, error: small and rare, sent as they are
 
@@ -322,9 +334,15 @@ def decode(wire: Wire, event_adapter: Any) -> AgentEvent:
                 "summary": rest[0] if rest else "",
                 "agent": agent,
                 "conversation_id": json.loads(cid),
+                "notices": json.loads(rest[2]) if len(rest) > 2 else [],
             },
             {
-                "_lazy_json": {"scenario": scenario, "estimate": estimate},
+                "_lazy_json": {
+                    "scenario": scenario,
+                    "estimate": estimate,
+                    "asked": rest[3] if len(rest) > 3 else "null",
+                    "source": rest[4] if len(rest) > 4 else "null",
+                },
                 "_head": head,
                 "_tail": tail,
                 "_stored_scenario": None if len(rest) < 2 or rest[1] == "null" else rest[1],
