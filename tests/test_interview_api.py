@@ -234,6 +234,8 @@ def test_errors_and_ownership(tmp_path) -> None:  # type: ignore[no-untyped-def]
         # nothing readable: the same question again, ungraded
         r = client.post(f"/v1/coach/interviews/{iid}/answers", json={"answer": "嗯……"}, headers=a).json()
         assert r["grade"]["correct"] is None and r["next"]["step"] == 1 and r["scorecard"] is None
+        hint = client.post(f"/v1/coach/interviews/{iid}/answers", json={"answer": "提示"}, headers=a).json()
+        assert hint["grade"]["correct"] is None and hint["feedback"].startswith("面试没有提示")
         empty = client.post(f"/v1/coach/interviews/{iid}/answers", json={"answer": " "}, headers=a)
         assert empty.status_code == 400 and empty.json()["field"] == "answer"
         mine = client.get(f"/v1/coach/interviews/{iid}", headers=a).json()

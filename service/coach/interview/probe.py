@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from service.coach.expected import arch_of, component_names, components_for
+from service.coach.expected import (
+    arch_of,
+    component_names,
+    components_for,
+    estimate_for,
+    expected_value,
+)
 from service.coach.interview.text import component_names_label, fmt_figure, say, scenario_values
 from service.coach.topics import QuestionSpec
 from tools.result import Estimate
@@ -72,12 +78,10 @@ def trap(spec: QuestionSpec, est: Estimate, expected: int, given: int) -> str | 
     moe = names == ["weights"] and arch.num_experts and est.params_total
     if moe and _near(given, expected * est.params_active_per_token / est.params_total):
         return "moe_active"
-    n = est.scenario.num_gpus or 1
-    if (est.scenario.zero_stage or 0) > 0 and n > 1 and given > expected:
-        unsharded = sum(
-            c.bytes * n if "/ N" in c.formula else c.bytes for c in components_for(est, spec.quantity)
-        )
-        if _near(given, unsharded) or _near(given, expected * n):
+    if (est.scenario.zero_stage or 0) > 0 and given > expected:
+        # the same states without ZeRO (nothing sharded), as the estimator gives them
+        unsharded = estimate_for({**spec.scenario, "zero_stage": 0}, spec.quantity)
+        if _near(given, expected_value(unsharded, spec.quantity).get("bytes", 0)):
             return "zero_unsharded"
     if est.scenario.task == "ppo" and names and _near(given, expected / 2):
         return "ppo_two"
