@@ -103,6 +103,12 @@ def run(client: httpx.Client, language: str, level: int | None, candidate) -> tu
         log.append((question, a))
         assert len(log) < 40
         question = a["next"]
+    # every question's figure, follow-ups included (told once the interview is over): /v1/estimate's
+    record = client.get(f"/v1/coach/interviews/{started['interview_id']}").json()
+    assert record["finished"] and len(record["turns"]) == len(log)
+    for turn in record["turns"]:
+        tool = tool_figure(client, turn)
+        assert turn["expected"] == (tool or turn["expected"]) and turn["expected"] is not None, turn
     return started, log
 
 
