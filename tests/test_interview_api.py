@@ -68,6 +68,13 @@ def right(question: dict[str, Any], tool: dict[str, Any], language: str) -> str:
         return YES[language] if tool["fits"] else NO[language]
     if "count" in tool:
         return f"about {tool['count']} sequences" if language == "en" else f"大概能放 {tool['count']} 条"
+    if (
+        question["topic"] == "rule_16x" and not question["follow_up"]
+    ):  # a figure with its reasoning, the last figure is the answer
+        params = tool["bytes"] / 16 / 1e9
+        if language == "en":
+            return f"{params:.1f}B x 2 bytes for the weights, plus gradients and Adam states, 16 bytes a parameter: {figure(tool['bytes'], language)}"
+        return f"{params:.1f}B 参数，权重 2 字节，加上梯度和 Adam 状态，每个参数 16 字节，{figure(tool['bytes'], language)}"
     return figure(tool["bytes"], language)
 
 
