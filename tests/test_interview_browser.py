@@ -109,5 +109,18 @@ def test_interview_mode(browser, served, language: str) -> None:  # type: ignore
     assert ("## 评分卡" if language == "zh" else "## Scorecard") in md.text
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / f"web_interview_{language}.png"), full_page=True)
+    turns = page.locator(".interview-turn").count()
+
+    # viewable later: a reload shows the stored interview, its transcript and its scorecard
+    page.reload()
+    page.wait_for_selector('body[data-ready="true"][data-coach-ready="true"][data-interview-ready="true"]')
+    page.click("#tab-coach")
+    page.click("#coach-mode-interview")
+    assert page.get_attribute("#interview-panel", "data-interview-id") == interview_id
+    assert (
+        page.locator(".interview-turn").count() == turns and page.locator("#interview-question").is_hidden()
+    )
+    assert page.locator("#interview-scorecard tbody tr").count() == 10
+    assert page.get_attribute("#interview-scorecard", "data-level") == "senior"
     assert errors == []
     context.close()

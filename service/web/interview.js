@@ -65,7 +65,7 @@
     const meta = node("p", { class: "coach-meta", text: s("step", { step: q.step, title: q.title }) });
     const follow = q.follow_up ? node("p", { class: "interview-follow", text: s("follow_up") }) : null;
     card.replaceChildren(...[meta, follow, ...paragraphs(q.text)].filter(Boolean));
-    Object.assign(card.dataset, { step: q.step, topic: q.topic, followUp: String(q.follow_up) });
+    Object.assign(card.dataset, { step: q.step, topic: q.topic, followUp: String(Boolean(q.follow_up)) });
     card.hidden = false;
     $("interview-form").hidden = false;
     $("interview-answer").value = "";
@@ -122,6 +122,21 @@
     }
   }
 
+  async function restore(id) {  // the interview of this browser, viewable later: its transcript and scorecard
+    const r = await fetch(`/v1/coach/interviews/${id}`);
+    if (!r.ok) { localStorage.removeItem(STORE_INTERVIEW); return; }
+    const record = await r.json();
+    state.id = record.interview_id;
+    $("interview-panel").dataset.interviewId = state.id;
+    $("interview-setting").textContent = s("setting", { model: record.model, gpu: record.gpu });
+    const graded = record.turns.filter((t) => t.correct !== null);
+    for (const t of graded) logTurn(t, t.answer, { grade: { correct: t.correct }, feedback: t.feedback || "" });
+    const open = record.turns.find((t) => t.correct === null);
+    state.question = open || null;
+    if (open) ask(open);
+    if (record.scorecard) scorecard(record.scorecard);
+  }
+
   async function main() {
     state.strings = await (await fetch("/static/interview-i18n.json")).json();
     state.lang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
@@ -134,6 +149,8 @@
       if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); answer($("interview-answer").value); }
     });
     for (const b of document.querySelectorAll("[data-lang]")) b.addEventListener("click", () => setTimeout(applyStrings, 0));
+    const stored = localStorage.getItem(STORE_INTERVIEW);
+    if (stored) await restore(stored);
     document.body.dataset.interviewReady = "true";
   }
   main();

@@ -77,6 +77,7 @@ class InterviewAnswer(BaseModel):
 class InterviewTurn(BaseModel):
     step: int
     topic: str
+    title: str  # the topic's title in the interview's language
     follow_up: int  # 0 for the point's own question, then 1 and 2
     text: str
     scenario: dict[str, Any] | None

@@ -323,6 +323,7 @@ def _record_turn(t: dict[str, Any], position: int, closed: bool) -> InterviewTur
     return InterviewTurn(
         step=position + 1,
         topic=t["point"],
+        title=point_title(t["point"], t["language"]),
         follow_up=int(t["follow_up"]),
         text=t["text"],
         scenario=t["spec"]["scenario"] or None,
