@@ -73,8 +73,10 @@ def right(question: dict[str, Any], tool: dict[str, Any], language: str) -> str:
     ):  # a figure with its reasoning, the last figure is the answer
         params = tool["bytes"] / 16 / 1e9
         if language == "en":
-            return f"{params:.1f}B x 2 bytes for the weights, plus gradients and Adam states, 16 bytes a parameter: {figure(tool['bytes'], language)}"
-        return f"{params:.1f}B 参数，权重 2 字节，加上梯度和 Adam 状态，每个参数 16 字节，{figure(tool['bytes'], language)}"
+            return (
+                f"{figure(tool['bytes'], language)}: {params:.1f}B x 16 bytes a parameter (2 for the weights)"
+            )
+        return f"{figure(tool['bytes'], language)}，{params:.1f}B 参数，每个参数 16 字节（权重 2 字节）"
     return figure(tool["bytes"], language)
 
 

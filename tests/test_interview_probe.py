@@ -73,3 +73,25 @@ def test_the_arc_goes_deeper_only_after_a_right_first_answer_from_level_two() ->
     assert next_point(["weights_precision", "quantization"], True, 2) == "rule_16x"
     assert next_point(list(ARC), True, 2) == "zero3"
     assert next_point([*ARC, "zero3"], True, 2) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "read"),
+    [
+        ("about 112 GB: 16 bytes a parameter times 7B", 112 * 10**9),
+        ("14 GB (7B x 2 bytes)", 14 * 10**9),
+        (
+            "7B x 2 bytes = 14 GB, plus gradients and Adam states, 16 bytes a parameter, about 112 GB",
+            112 * 10**9,
+        ),
+        ("大概 112GB（每个参数16个字节）", 112 * 10**9),
+        ("每个参数 16 字节，一共 112GB，再加2字节", 112 * 10**9),
+        ("1.2e11 bytes", 120 * 10**9),
+    ],
+)
+def test_a_figure_with_its_reasoning_is_read_as_the_figure(answer: str, read: int) -> None:
+    from service.coach.answers import parse_answer
+    from service.coach.interview.reading import answer_text
+
+    assert parse_answer(answer_text(answer, "bytes")).readings[0][0] == read
+    assert answer_text("128 bytes", "small_bytes") == "128 bytes"  # KV per token: bytes are the answer

@@ -37,6 +37,7 @@ from service.coach.interview.models import (
     Scorecard,
 )
 from service.coach.interview.probe import probe
+from service.coach.interview.reading import answer_text
 from service.coach.interview.scorecard import build_scorecard, markdown, tool_formula
 from service.coach.interview.store import InterviewStore
 from service.coach.interview.text import figure_text, point_title, question_text, say
@@ -125,7 +126,8 @@ def _grade_turn(turn: dict[str, Any], earlier: list[str], answer: str, language:
     if spec.quantity == "concept":  # a follow-up adds to what was said on the point before
         parsed = parse_answer("\n".join([*earlier, answer]))
         return grade(spec, None, turn["expected"], parsed, language)
-    parsed = parse_answer(answer, default_unit="m" if spec.answer_in == "small_bytes" else "g")
+    read = answer_text(answer, spec.answer_in)  # "112 GB: 16 bytes a parameter" is 112 GB
+    parsed = parse_answer(read, default_unit="m" if spec.answer_in == "small_bytes" else "g")
     est = estimate_for(spec.scenario, spec.quantity)
     return grade(spec, est, turn["expected"], parsed, language)
 
