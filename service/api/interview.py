@@ -33,8 +33,8 @@ class InterviewRequest(BaseModel):
     language: Literal["en", "zh"] = "en"
     level: int | None = Field(
         default=None,
-        description="1-3: the tolerance of figures and the key points an explanation needs; "
-        "from 2 a right first answer goes one level deeper. Default 2",
+        description="1-3: the key points an explanation needs; from 2 a right first answer goes one level "
+        "deeper. Figures are graded alike at every level. Default 2",
     )
 
 

@@ -33,6 +33,7 @@ LEVELS = (1, 2, 3)
 DEFAULT_LEVEL = 2
 DEEPER_FROM_LEVEL = 2
 MAX_FOLLOW_UPS = 2
+FIGURE_DIFFICULTY = 1  # the coach's difficulty whose tolerances grade every figure (5%, 10%, 15%)
 
 # dense models with grouped-query attention (the KV question's trap needs g < h)
 MODELS: tuple[str, ...] = ("llama-3-8b", "qwen2.5-7b", "mistral-7b-v0.1")
@@ -101,7 +102,8 @@ def pick_setting(interview_id: str) -> Setting:
 
 
 def point_spec(point: str, setting: Setting, level: int) -> QuestionSpec:
-    """The main question of `point`: its scenario, quantity and how the answer is written."""
+    """The main question of `point`: its scenario, quantity and how the answer is written. The level sets
+    how many key points an explanation needs (concepts.toml `required`); figures are graded alike."""
     m, gpu = setting.model, setting.gpu
     spec = {
         "weights_precision": (_inference(m, gpu), "component:weights", "bytes"),
@@ -120,7 +122,8 @@ def point_spec(point: str, setting: Setting, level: int) -> QuestionSpec:
         facts = {"concept": "gradient_checkpointing"}
         return QuestionSpec(point, level, point, {}, "concept", "concept", facts=facts)
     scenario, quantity, answer_in = spec[point]
-    return QuestionSpec(point, level, point, scenario, quantity, answer_in)
+    # figures at the coach's tightest tolerances whatever the level (service/coach/expected.py)
+    return QuestionSpec(point, FIGURE_DIFFICULTY, point, scenario, quantity, answer_in)
 
 
 def _zero_job(model: str, gpu: str, stage: int) -> dict[str, Any]:
