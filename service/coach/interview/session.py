@@ -164,7 +164,9 @@ class Interviewer:
         await self.store.create(
             interview_id, owner=owner, language=lang, level=level, setting=asdict(setting)
         )
-        first = await asyncio.to_thread(_prepare_point, "weights_precision", setting, level, lang)
+        point = next_point([], False, level)  # the arc's first topic
+        assert point is not None
+        first = await asyncio.to_thread(_prepare_point, point, setting, level, lang)
         position = await self.store.add_turn(interview_id, **first)
         question = _question(first, position)
         return InterviewStart(
