@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -38,6 +39,9 @@ from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
 from service.store import ConversationStore
+
+if TYPE_CHECKING:  # langchain is imported only when an LLM is configured
+    from service.coach.interview.judge import ConceptJudge
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +110,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.agent = served
     app.state.runner = runner
     app.state.coach = Coach(coach_store)
-    app.state.interviewer = Interviewer(interview_store)
+    app.state.interviewer = Interviewer(interview_store, judge=_concept_judge(settings))
     app.state.slack = slack
     if slack is not None:
         slack.coach = app.state.coach
@@ -192,6 +196,17 @@ def _serving_agents(
         )
         return offline, offline
     return ThreadedAgent(built), ThreadedAgent(build_agent(settings, force_offline=True), "vramwise-replay")
+
+
+def _concept_judge(settings: Settings) -> ConceptJudge | None:
+    """With an LLM configured (and the agent not held offline): the interview's second reader of
+    explanations (service/coach/interview/judge.py)."""
+    if not settings.llm_configured or settings.agent == "offline":
+        return None
+    from service.agent.llm.endpoint import openai_compatible
+    from service.coach.interview.judge import ConceptJudge
+
+    return ConceptJudge(openai_compatible(settings))
 
 
 def _version() -> str:

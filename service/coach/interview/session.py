@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.coach.answers import parse_answer
 from service.coach.coach import MAX_ANSWER_CHARS, CoachError, check_language
@@ -45,6 +45,9 @@ from service.coach.text import hint_text, strings
 from service.coach.topics import TOPICS, QuestionSpec
 from tools.catalog.gpus import find_gpu
 from tools.catalog.models import find_model
+
+if TYPE_CHECKING:  # the judge needs langchain: imported by the app only when an LLM is configured
+    from service.coach.interview.judge import ConceptJudge
 
 
 def check_level(level: int | None) -> int:
@@ -142,8 +145,9 @@ def _hint_topic(point: str) -> str:
 class Interviewer:
     """Channel-neutral interviews over an InterviewStore (opened by the caller)."""
 
-    def __init__(self, store: InterviewStore) -> None:
+    def __init__(self, store: InterviewStore, judge: ConceptJudge | None = None) -> None:
         self.store = store
+        self.judge = judge  # with an LLM configured: a second reader of explanations, never of figures
 
     async def _row(self, interview_id: str, owner: str | None) -> dict[str, Any]:
         row = await self.store.get(interview_id)
@@ -203,6 +207,8 @@ class Interviewer:
             )
         earlier = [t["answer"] for t in turns if t["point"] == turn["point"] and t["answer"]]
         g = await asyncio.to_thread(_grade_turn, turn, earlier, answer, lang)
+        if g.correct is False and turn["quantity"] == "concept" and self.judge is not None:
+            g = await self._second_reading(turn, g, "\n".join([*earlier, answer]), lang)
         if g.correct is None:
             return InterviewAnswer(
                 grade=_no_grade(), feedback=g.explanation, next=_question(turn, position), scorecard=None
@@ -222,6 +228,19 @@ class Interviewer:
         turn = {**turn, "answer": answer, "given": g.given, "correct": g.correct}
         turns = [*turns[:-1], turn]
         return await self._after(row, turns, g, feedback)
+
+    async def _second_reading(self, turn: dict[str, Any], g: Grade, text: str, language: str) -> Grade:
+        """The key points the judge finds beside the rubric's; right when they reach the required count."""
+        assert self.judge is not None
+        spec = QuestionSpec(**turn["spec"])
+        found = await self.judge.points(spec.facts["concept"], text, language)
+        rubric = (g.given or {}).get("key_points", [])
+        hit = [p for p in turn["expected"]["key_points"] if p in rubric or p in found]
+        if len(hit) == len(rubric):
+            return g
+        judged = [p for p in hit if p not in rubric]
+        given = {"key_points": hit, "judged": judged}
+        return Grade(len(hit) >= _required(spec, language), g.expected, given, None, g.explanation)
 
     async def _after(
         self, row: dict[str, Any], turns: list[dict[str, Any]], g: Grade, feedback: str
