@@ -215,6 +215,8 @@ class Interviewer:
             )
         closes = bool(g.correct) or int(turn["follow_up"]) >= MAX_FOLLOW_UPS
         feedback = _feedback(turn, g, lang, closes)
+        if closes:  # the tool's figure for the topic's own question, with its formula (stored with it)
+            feedback = "\n".join([feedback, await asyncio.to_thread(_closing, turns, lang)])
         stored = await self.store.record_answer(
             turn["id"],
             answer=answer,
@@ -256,7 +258,6 @@ class Interviewer:
             return InterviewAnswer(
                 grade=open_grade, feedback=feedback, next=_question(follow, position), scorecard=None
             )
-        feedback = "\n".join([feedback, _closing(turns, lang)])
         asked = list(dict.fromkeys(t["point"] for t in turns))
         first_right = bool(turn["correct"]) and int(turn["follow_up"]) == 0
         point = next_point(asked, first_right, level)
