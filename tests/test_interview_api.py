@@ -230,7 +230,9 @@ def test_mixed_candidate(url: str, language: str) -> None:
         text = md.text
         assert text.startswith("# ") and "| " in text and "moe_active.md" in text
         assert ("right after follow-ups" if language == "en" else "追问后答对") in text
-        assert text.count("The tool's figure:" if language == "en" else "工具的数：") == 11  # each figure topic
+        assert (
+            text.count("The tool's figure:" if language == "en" else "工具的数：") == 11
+        )  # each figure topic
 
 
 def test_errors_and_ownership(tmp_path) -> None:  # type: ignore[no-untyped-def]
