@@ -17,13 +17,14 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from service.agent.base import Agent
-from service.api import catalog, chat, coach, estimate, health, openai_compat, web
+from service.api import catalog, chat, coach, estimate, health, interview, openai_compat, web
 from service.api.agent_pool import ProcessPoolAgent
 from service.api.agent_thread import ThreadedAgent
 from service.api.docs import install_docs
@@ -31,11 +32,16 @@ from service.api.errors import install_error_handlers
 from service.api.operating import install_operating_guards
 from service.api.turns import TurnRunner
 from service.coach.coach import Coach
+from service.coach.interview.session import Interviewer
+from service.coach.interview.store import InterviewStore
 from service.coach.store import CoachStore
 from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
 from service.store import ConversationStore
+
+if TYPE_CHECKING:  # langchain is imported only when an LLM is configured
+    from service.coach.interview.judge import ConceptJudge
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +65,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     lifecycle = [served] if replay is served else [served, replay]
     store = ConversationStore(settings.database_url)
     coach_store = CoachStore(settings.database_url)
+    interview_store = InterviewStore(settings.database_url)
     runner = TurnRunner(
         agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
     )
@@ -72,6 +79,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
                 await a.start()
             await store.open()
             await coach_store.open()
+            await interview_store.open()
             if slack is not None:
                 await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
@@ -80,6 +88,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             finally:
                 if slack is not None:
                     await slack.stop()
+                await interview_store.close()
                 await coach_store.close()
                 await store.close()
         finally:
@@ -101,9 +110,11 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.agent = served
     app.state.runner = runner
     app.state.coach = Coach(coach_store)
+    app.state.interviewer = Interviewer(interview_store, judge=_concept_judge(settings))
     app.state.slack = slack
     if slack is not None:
         slack.coach = app.state.coach
+        slack.interviewer = app.state.interviewer
 
     install_operating_guards(app, settings, store)  # body checks, API keys, rate limits (before CORS)
     if settings.cors_origins:
@@ -112,7 +123,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         )
     install_error_handlers(app)
     for router in (
-        *(m.router for m in (chat, openai_compat, estimate, catalog, health, coach, web)),
+        *(m.router for m in (chat, openai_compat, estimate, catalog, health, coach, interview, web)),
         slack_router,
     ):
         add_routes(app, router)
@@ -185,6 +196,17 @@ def _serving_agents(
         )
         return offline, offline
     return ThreadedAgent(built), ThreadedAgent(build_agent(settings, force_offline=True), "vramwise-replay")
+
+
+def _concept_judge(settings: Settings) -> ConceptJudge | None:
+    """With an LLM configured (and the agent not held offline): the interview's second reader of
+    explanations (service/coach/interview/judge.py)."""
+    if not settings.llm_configured or settings.agent == "offline":
+        return None
+    from service.agent.llm.endpoint import openai_compatible
+    from service.coach.interview.judge import ConceptJudge
+
+    return ConceptJudge(openai_compatible(settings))
 
 
 def _version() -> str:

@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     quiz.add_argument("--questions", type=int, default=None, help="stop after this many questions")
     quiz.add_argument("--json", action="store_true", help="one JSON object per line; answers from stdin")
 
+    interview = sub.add_parser(
+        "interview", help="a mock interview: chained questions, follow-ups, a scorecard"
+    )
+    interview.add_argument("--language", choices=["en", "zh"], default=None)
+    interview.add_argument("--level", type=int, choices=[1, 2, 3], default=None)
+    interview.add_argument("--json", action="store_true", help="one JSON object per line; answers from stdin")
+
     tr = sub.add_parser(
         "trace", help="measure the real HF model's peak on fake tensors (needs the [trace] extra)"
     )
@@ -88,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         from service.channels.cli_quiz import run_quiz
 
         return run_quiz(args)
+    if args.command == "interview":
+        from service.channels.cli_interview import run_interview
+
+        return run_interview(args)
     if args.command == "trace":
         from tools.trace.cli import run_trace
 

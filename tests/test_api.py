@@ -597,13 +597,13 @@ def test_routes_added_to_the_app_are_what_include_router_gives(db_path: Path) ->
     OpenAPI document, the paths and the methods are the same as with FastAPI's include_router."""
     from fastapi import FastAPI
 
-    from service.api import catalog, chat, coach, estimate, health, openai_compat, web
+    from service.api import catalog, chat, coach, estimate, health, interview, openai_compat, web
     from service.api.schemas import declare_message_bounds
     from service.slack import router as slack_router
 
     app = create_app(offline_settings(db_path))
     routers = [
-        *(m.router for m in (chat, openai_compat, estimate, catalog, health, coach, web)),
+        *(m.router for m in (chat, openai_compat, estimate, catalog, health, coach, interview, web)),
         slack_router,
     ]
     included = FastAPI(title=app.title, summary=app.summary, description=app.description, version=app.version)

@@ -44,6 +44,7 @@ from service.api.errors import ApiError
 from service.api.turns import TurnRunner, new_conversation_id
 from service.coach.channel import coach_turn, start_quiz, thread_session
 from service.coach.coach import Coach, CoachError, check_topic
+from service.coach.interview.session import Interviewer
 from service.settings import Settings
 from service.slack.blocks import (
     SHOW_FORMULAS,
@@ -54,6 +55,7 @@ from service.slack.blocks import (
     text_payload,
 )
 from service.slack.commands import Subcommands
+from service.slack.interview import interview_of_thread, interview_reply, post_interview
 from service.slack.store import SlackStore
 from service.slack.streaming import ThreadReply, request_id, slack_error
 
@@ -99,7 +101,11 @@ class SlackChannel:
         self.subcommands = Subcommands()
         self.subcommands.register("help", self._help, alone=True)
         self.subcommands.register("quiz", self._quiz)
+        self.subcommands.register("interview", self._interview)
         self.coach: Coach | None = None  # the interview coach (set by the app): `/vram quiz`, quiz threads
+        self.interviewer: Interviewer | None = (
+            None  # the mock interview (set by the app), service/slack/interview.py
+        )
         self.app: AsyncApp | None = None
         self._handler: AsyncSlackRequestHandler | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -290,6 +296,14 @@ class SlackChannel:
         response = await self.app.client.chat_postMessage(channel=channel, **text_payload(question))
         await self.coach.store.link_thread(f"{team}:{channel}:{response['ts']}", session_id)
 
+    async def _interview(self, rest: str, language: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`/vram interview`: the first question is posted in the channel, the interview runs in its thread."""
+        if self.interviewer is None or self.app is None:
+            return text_payload(slack_text(language, "interview_unavailable"))
+        work = post_interview(self.interviewer, self.app.client, body, language)
+        self._tasks.add(asyncio.create_task(self._tracked(work, "interview")))
+        return text_payload(slack_text(language, "interview_started"))
+
     async def _coach_session(self, team_id: str | None, channel: str, thread_ts: str | None) -> str | None:
         if self.coach is None or not thread_ts:
             return None
@@ -329,7 +343,11 @@ class SlackChannel:
             if bot and f"<@{bot}>" in str(event.get("text") or ""):
                 return
             team = body.get("team_id") or event.get("team")
-            if await self._coach_session(team, str(event["channel"]), event.get("thread_ts")) is None:
+            where = (team, str(event["channel"]), event.get("thread_ts"))
+            if (
+                await self._coach_session(*where) is None
+                and await interview_of_thread(self.interviewer, *where) is None
+            ):
                 return
             await self._tracked(
                 self._answer_in_thread(
@@ -397,6 +415,11 @@ class SlackChannel:
     ) -> None:
         if not await self._claim(event_key, question):  # the question, stored before anything runs
             log.info("Slack event %s was already received: not answered again", event_key)
+            return
+        interview = await interview_of_thread(self.interviewer, team_id, channel, thread_ts)
+        if interview is not None and self.interviewer is not None:  # an interview thread: answered here
+            reply = await interview_reply(self.interviewer, interview, question)
+            await client.chat_postMessage(channel=channel, thread_ts=thread_ts, **text_payload(reply))
             return
         session = await self._coach_session(team_id, channel, thread_ts)
         if session is not None and self.coach is not None:  # a quiz thread: the answer is graded here
