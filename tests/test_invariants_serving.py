@@ -1,0 +1,162 @@
+"""One meaning everywhere: invariants every Estimate keeps, over the whole golden corpus and fresh engines.
+
+docs/reference.md "Estimate": the components sum to `per_gpu.total_bytes` (tensor ones to the tensor
+peak), none is negative, `headroom_bytes = usable_bytes - total_bytes`, `fits == (total_bytes <=
+usable_bytes)`; the longest context never exceeds the model's window; a suggestion said to fit has a total
+under the same card's budget. The corpus (tests/golden/estimates.jsonl.gz) is what the estimator outputs
+today (tests/test_golden_corpus.py proves it byte for byte); the engine matrix below re-estimates the
+serving engines on models with and without sliding-window layers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.golden.make_corpus import read_corpus
+from tools.catalog import get_model
+from tools.estimator import estimate
+from tools.scenario import Scenario
+
+
+def _violations(est: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    total = est["per_gpu"]["total_bytes"]
+    usable = est["usable_bytes"]
+    parts = est["components"]
+    if sum(c["bytes"] for c in parts) != total:
+        out.append(f"components sum to {sum(c['bytes'] for c in parts)}, total {total}")
+    tensor = sum(c["bytes"] for c in parts if c["kind"] == "tensor")
+    if tensor != est["per_gpu"]["tensor_peak_bytes"]:
+        out.append(f"tensor components {tensor} != tensor peak {est['per_gpu']['tensor_peak_bytes']}")
+    out += [f"{c['name']} is negative ({c['bytes']})" for c in parts if c["bytes"] < 0]
+    if est["headroom_bytes"] != usable - total:
+        out.append(f"headroom {est['headroom_bytes']} != usable {usable} - total {total}")
+    if est["fits"] != (total <= usable):
+        out.append(f"fits {est['fits']} but total {total} vs usable {usable}")
+    serving = est.get("serving") or {}
+    if serving.get("max_model_len") and serving["max_context_at_batch_1"] > serving["max_model_len"]:
+        out.append(f"longest context {serving['max_context_at_batch_1']} > window {serving['max_model_len']}")
+    same_card = ("gpu", "safety_margin", "gpu_memory_bytes")
+    for s in est.get("suggestions", []):
+        if s["fits"] and not set(s["scenario_changes"]) & set(same_card) and s["total_bytes"] > usable:
+            out.append(
+                f"suggestion {s['scenario_changes']} says fits at {s['total_bytes']} > usable {usable}"
+            )
+    return out
+
+
+def test_every_corpus_estimate_adds_up() -> None:
+    rows = [r for r in read_corpus() if "estimate" in r]
+    assert len(rows) > 1500
+    engines = {r["estimate"]["scenario"].get("engine") for r in rows}
+    assert {"vllm", "sglang", "llama.cpp", "ollama"} <= engines  # the serving engines are covered
+    bad = {}
+    for row in rows:
+        problems = _violations(row["estimate"])
+        if problems:
+            bad[str(row["scenario"])[:200]] = problems
+    assert not bad, f"{len(bad)} estimates break an invariant, e.g. {next(iter(bad.items()))}"
+
+
+ENGINES = ("vllm", "sglang", "llama.cpp", "ollama")
+# sliding-window models (Gemma-2: alternating W 4096; Gemma-3: 5 local : 1 global, W 1024; Mistral-7B-v0.1:
+# W 4096 on every layer) beside full-attention ones, short and long contexts, one to many sequences
+CASES = [
+    ("gemma-3-27b", "h20", 131072, 1),
+    ("gemma-3-27b", "h100-80gb", 8192, 8),
+    ("gemma-2-9b", "4090", 8192, 4),
+    ("mistral-7b-v0.1", "a100-80gb", 32768, 8),
+    ("qwen2.5-7b", "h100-80gb", 4096, 1),
+    ("llama-3.1-70b", "4090", 4096, 1),
+    ("llama-3.1-8b", "a100-40gb", 16384, 32),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("model", "gpu", "seq_len", "batch"), CASES)
+def test_engine_answers_add_up(engine: str, model: str, gpu: str, seq_len: int, batch: int) -> None:
+    est = estimate(
+        Scenario(model=model, task="inference", gpu=gpu, engine=engine, seq_len=seq_len, batch_size=batch),
+        plan=False,
+    )
+    assert _violations(est.model_dump(mode="json")) == []
+    assert est.serving is not None and est.serving.reserved_bytes > 0
+
+
+def test_gemma3_27b_at_128k_on_h20_keeps_only_the_window_in_local_layers() -> None:
+    # 10 global layers keep all 131,072 tokens: 10 x 2 x 16 x 128 x 2 B x 131,072 = 10 GiB; the 52 local
+    # layers keep their 1,024-token window (plus what each engine adds to it), not 52 GiB more
+    global_kv = 10 * 2 * 16 * 128 * 2 * 131072
+    for engine in ("vllm", "llama.cpp"):
+        est = estimate(
+            Scenario(model="gemma-3-27b", task="inference", gpu="h20", engine=engine, seq_len=131072),
+            plan=False,
+        )
+        kv = est.component("kv_cache")
+        assert kv is not None and global_kv < kv.bytes < global_kv + 5 * 2**30, (engine, kv.bytes)
+        assert est.fits
+    # vLLM: 6 groups of 10 sliding layers (52 padded to 60) x (cdiv(1024 - 1 + 8192, 16) + 1 = 577) blocks
+    # + 1 group of the 10 full layers x cdiv(131072, 16) = 8192 blocks
+    vllm = estimate(
+        Scenario(model="gemma-3-27b", task="inference", gpu="h20", engine="vllm", seq_len=131072), plan=False
+    )
+    page = 16 * 2 * 16 * 128 * 2
+    assert vllm.component("kv_cache").bytes == (6 * 577 + 1 * 8192) * 10 * page
+    # llama.cpp: SWA layers GGML_PAD(min(n_ctx, 1024 x 1 + 512), 256) = 1,536 cells
+    gguf = estimate(
+        Scenario(model="gemma-3-27b", task="inference", gpu="h20", engine="llama.cpp", seq_len=131072),
+        plan=False,
+    )
+    per_cell = 2 * 16 * 128 * 2
+    assert gguf.component("kv_cache").bytes == (52 * 1536 + 10 * 131072) * per_cell
+
+
+def test_longest_context_is_capped_at_the_window_and_said() -> None:
+    est = estimate(Scenario(model="qwen2.5-7b", task="inference", gpu="h100-80gb"), plan=False)
+    assert est.serving is not None and est.serving.max_model_len == 32768
+    assert est.serving.max_context_at_batch_1 == 32768 < est.serving.max_kv_tokens
+    vllm = estimate(
+        Scenario(model="qwen2.5-7b", task="inference", gpu="h100-80gb", engine="vllm"), plan=False
+    )
+    assert vllm.serving is not None and vllm.serving.max_context_at_batch_1 == 32768
+    capped = next(n for n in vllm.notes if n.code == "context_capped")
+    assert capped.values["window"] == 32768 and capped.values["kv_context"] > 32768
+
+
+def test_sliding_window_kv_matches_each_engines_formula() -> None:
+    # benchmarks/serving_engines.py recomputes the KV of Gemma-2/3 and Mistral-7B-v0.1 from each engine's code
+    from benchmarks.serving_engines import swa_rows
+
+    rows = swa_rows()[2:]
+    assert len(rows) == 16
+    assert all(row.endswith("| yes |") for row in rows), [r for r in rows if not r.endswith("| yes |")]
+
+
+def test_traced_sliding_window_decode_holds_the_window() -> None:
+    # the traced matrix (benchmarks/accuracy/traced_cases.json, transformers' own DynamicCache on fake tensors):
+    # from the second decode step the window layers hold W tokens; prefill still holds the whole prompt
+    import json
+    from pathlib import Path
+
+    cases = json.loads((Path(__file__).parent.parent / "benchmarks/accuracy/traced_cases.json").read_text())
+    cases = cases if isinstance(cases, list) else cases["cases"]
+    checked = 0
+    for case in cases:
+        sc = case["scenario"]
+        window = get_model(sc["model"]).architecture.sliding_window
+        if sc["task"] != "inference" or not window or sc["seq_len"] <= window:
+            continue
+        est = estimate(Scenario.model_validate(sc), plan=False)
+        phases = {p.phase: p.tensor_bytes for p in est.per_gpu.phases}
+        traced_decode = [p["peak_bytes"] for p in case["phases"] if p["name"] == "decode"][-1]
+        traced_prefill = next(p["peak_bytes"] for p in case["phases"] if p["name"] == "prefill")
+        assert abs(phases["decode"] - traced_decode) / traced_decode < 0.01, (
+            case["id"],
+            phases,
+            traced_decode,
+        )
+        assert abs(phases["prefill"] - traced_prefill) / traced_prefill < 0.03, (case["id"], phases)
+        checked += 1
+    assert checked >= 2  # mistral-7b-v0.1 b4 s8192 (W 4096), gemma-3-1b b4 s8192 (W 512)
