@@ -160,3 +160,16 @@ def test_traced_sliding_window_decode_holds_the_window() -> None:
         assert abs(phases["prefill"] - traced_prefill) / traced_prefill < 0.03, (case["id"], phases)
         checked += 1
     assert checked >= 2  # mistral-7b-v0.1 b4 s8192 (W 4096), gemma-3-1b b4 s8192 (W 512)
+
+
+def test_rope_scaling_the_model_card_supports_is_said() -> None:
+    # Qwen2.5-7B ships a 32,768-token window; its card supports YaRN x4 (131,072 tokens)
+    est = estimate(Scenario(model="qwen2.5-7b", task="inference", gpu="h100-80gb", engine="vllm"), plan=False)
+    sv = est.serving
+    assert sv is not None and sv.rope_scaling == "yarn x4.0" and sv.rope_scaled_context == 131072
+    assert sv.kv_context_at_batch_1 is not None and sv.kv_context_at_batch_1 > sv.max_context_at_batch_1
+    rope = next(n for n in est.notes if n.code == "context_rope_scaling")
+    assert rope.values["tokens"] == 131072
+    # a model whose card states none: nothing said
+    llama = estimate(Scenario(model="llama-2-7b", task="inference", gpu="h100-80gb"), plan=False)
+    assert llama.serving is not None and llama.serving.rope_scaling is None

@@ -67,6 +67,7 @@ NOTE_CODES: dict[str, tuple[str, ...]] = {
     ),
     "engine_pool_short": ("engine", "sequences", "asked", "seq_len"),
     "context_capped": ("kv_context", "window"),
+    "context_rope_scaling": ("method", "factor", "tokens", "kv_context"),
     "sglang_step_does_not_fit": ("step",),
     "gguf_all_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context"),
     "gguf_some_layers_on_gpu": ("engine", "layers", "cards", "n_ctx", "max_context", "gpu_layers", "host"),

@@ -163,6 +163,11 @@ class ServingCapacity(BaseModel):
     max_model_len: int | None = None  # the model's context window (max_position_embeddings)
     gpu_layers: int | None = None  # llama.cpp / ollama: layers on the GPU(s) (-ngl; n_layer + 1 = all)
     host_bytes: int = 0  # llama.cpp / ollama: weights and KV left in CPU RAM when layers are offloaded
+    # the model card's rope scaling beyond max_model_len (catalog context_extension): "yarn x4.0", and the
+    # context it allows, and how long one sequence the KV room would hold (uncapped)
+    rope_scaling: str | None = None
+    rope_scaled_context: int | None = None
+    kv_context_at_batch_1: int | None = None
 
 
 class Estimate(BaseModel):

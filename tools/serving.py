@@ -60,7 +60,8 @@ def serving_capacity(
         groups=kv_groups(specs, VllmBlocks(block_size=block_size, step=step)),
         seq_len=seq_len,
     )
-    room = pool.longest_sequence(max_model_len or pool.num_blocks * block_size)
+    kv_context = pool.longest_sequence(max(max_model_len or 0, pool.num_blocks * block_size))
+    room = min(kv_context, max_model_len) if max_model_len else kv_context
     return ServingCapacity(
         gpu_memory_utilization=gpu_memory_utilization,
         reserved_bytes=pool.reserved,
@@ -70,4 +71,5 @@ def serving_capacity(
         max_concurrent_sequences=pool.max_concurrent,
         max_context_at_batch_1=room,
         max_model_len=max_model_len,
+        kv_context_at_batch_1=kv_context,
     )

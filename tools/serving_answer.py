@@ -27,6 +27,27 @@ ENGINE_DEFAULT = "transformers"
 SGLANG_HYBRID_SWA_MODELS = ("gpt-oss", "llama-4")
 
 
+def rope_scaling(rs: ResolvedScenario) -> tuple[str, float, int] | None:
+    """(method, factor, tokens): the rope scaling the catalog's model card supports beyond the window."""
+    from tools.catalog import get_model
+
+    try:
+        extension = get_model(rs.model.id).context_extension
+    except KeyError:  # not a catalog model (a Hub config or a bare size): nothing stated
+        return None
+    if extension is None or extension.max_tokens <= rs.model.arch.max_position_embeddings:
+        return None
+    return extension.method, extension.factor, extension.max_tokens
+
+
+def _with_rope(cap: ServingCapacity, rs: ResolvedScenario) -> ServingCapacity:
+    scaling = rope_scaling(rs)
+    if scaling is None:
+        return cap
+    method, factor, tokens = scaling
+    return cap.model_copy(update={"rope_scaling": f"{method} x{factor}", "rope_scaled_context": tokens})
+
+
 def serving_figure(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacity | None:
     """vLLM-style KV capacity: reserved memory minus everything that is not KV (weights, the profile
     run's transient, CUDA context and NCCL), the longest context capped at the model's window."""
@@ -46,7 +67,7 @@ def serving_figure(rs: ResolvedScenario, phase_components, overhead) -> ServingC
     non_kv = static + transient + sum(c.bytes for c in overhead if c.name != "allocator_slack")
     # one sequence cannot be longer than the model's context window (vLLM max_model_len defaults to
     # max_position_embeddings), however many KV tokens fit
-    return serving_capacity(
+    cap = serving_capacity(
         gpu_memory_bytes=rs.gpu.memory_bytes,
         gpu_memory_utilization=rs.gpu_memory_utilization,
         non_kv_bytes=non_kv,
@@ -55,6 +76,7 @@ def serving_figure(rs: ResolvedScenario, phase_components, overhead) -> ServingC
         max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
         max_model_len=rs.model.arch.max_position_embeddings,
     )
+    return _with_rope(cap, rs)
 
 
 def engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str, usable: int) -> EngineInputs:
@@ -104,6 +126,7 @@ def engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str, usable: int) -> E
         max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
         max_model_len=arch.max_position_embeddings,
         offload_asked=offload_asked,
+        rope_scaling=rope_scaling(rs),
         hybrid_swa=str(getattr(rs.model, "id", "")).startswith(SGLANG_HYBRID_SWA_MODELS),
         # llama.cpp's SWA cache is for interleaved patterns (src/llama-model.cpp set_swa_pattern)
         interleaved_swa=bool(arch.sliding_window)
@@ -177,7 +200,11 @@ def with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
         max_model_len=rs.model.arch.max_position_embeddings,
         gpu_layers=result.gpu_layers,
         host_bytes=result.host_bytes,
+        kv_context_at_batch_1=result.kv_context_tokens,
+        rope_scaling=None,
+        rope_scaled_context=None,
     )
+    est.serving = _with_rope(est.serving, rs)
     est.assumptions = [*kept, *engine_defaults.values()]
     est.notes = [*est.notes, *result.notes]
     return est

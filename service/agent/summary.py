@@ -52,9 +52,12 @@ def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: render
     if focus in ("max_context", "concurrency") and estimate.serving is not None:
         sv = estimate.serving
         seq_len = estimate.scenario.seq_len
+        key = "focus_max_context" if focus == "max_context" else "focus_concurrency"
+        if key == "focus_max_context" and sv.max_model_len and sv.max_context_at_batch_1 >= sv.max_model_len:
+            key = "focus_max_context_window"  # the KV room holds more: the model's window is the limit
         return _s(
             lang,
-            "focus_max_context" if focus == "max_context" else "focus_concurrency",
+            key,
             max_context=f"{sv.max_context_at_batch_1:,}",
             max_seqs=f"{sv.max_concurrent_sequences:,}",
             seq_len=f"{seq_len:,}" if seq_len else "?",

@@ -38,6 +38,7 @@ class EngineInputs:
     offload_asked: bool = False  # llama.cpp / ollama: the user asked for layers on the CPU
     hybrid_swa: bool = False  # SGLang: the architecture gets the SWA pool (model_config.is_hybrid_swa_model)
     interleaved_swa: bool = False  # sliding and global layers interleave (llama.cpp's SWA cache applies)
+    rope_scaling: tuple[str, float, int] | None = None  # (method, factor, tokens) the model card supports
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -74,6 +75,7 @@ class EngineResult:
     max_kv_tokens: int
     max_concurrent_sequences: int  # of seq_len tokens
     max_context_tokens: int  # the longest single sequence: the KV room's, capped at the model's window
+    kv_context_tokens: int  # the longest single sequence the KV room would hold, not capped
     gpu_layers: int | None = None  # llama.cpp -ngl: layers on the GPU(s)
     host_bytes: int = 0  # weights + KV left in CPU RAM (llama.cpp partial offload)
     notes: list[Note] = field(default_factory=list)
@@ -122,9 +124,15 @@ def context_notes(x: EngineInputs, kv_context: int) -> list[Note]:
     """When the KV room would hold a longer sequence than the model's window: the cap, said."""
     from tools.notes import note
 
-    if x.max_model_len and kv_context > x.max_model_len:
-        return [note("context_capped", kv_context=kv_context, window=x.max_model_len)]
-    return []
+    if not x.max_model_len or kv_context <= x.max_model_len:
+        return []
+    out = [note("context_capped", kv_context=kv_context, window=x.max_model_len)]
+    if x.rope_scaling:
+        method, factor, tokens = x.rope_scaling
+        out.append(
+            note("context_rope_scaling", method=method, factor=factor, tokens=tokens, kv_context=kv_context)
+        )
+    return out
 
 
 def longest(fits: Callable[[int], bool], hi: int) -> int:

@@ -216,6 +216,7 @@ class LlamaCppEngine:
             max_kv_tokens=g.n_ctx,
             max_concurrent_sequences=room // x.seq_len if x.seq_len else 0,
             max_context_tokens=x.window_cap(room),
+            kv_context_tokens=room,
             gpu_layers=whole.gpu_layers if whole_fits else partial.gpu_layers,
             host_bytes=0 if whole_fits else partial.host,
             notes=[verdict, *context_notes(x, room)],

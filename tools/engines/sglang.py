@@ -156,6 +156,7 @@ class SglangEngine:
             max_kv_tokens=tp.full_tokens,
             max_concurrent_sequences=tp.sequences(x.seq_len),
             max_context_tokens=longest,
+            kv_context_tokens=tp.full_tokens,
             notes=notes,
             assumptions=[
                 ("gpu_memory_utilization", self.fraction(x), "gpu_memory_utilization.sglang_default", {}),

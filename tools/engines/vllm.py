@@ -176,6 +176,7 @@ class VllmEngine:
             max_kv_tokens=pool.max_kv_tokens,
             max_concurrent_sequences=pool.max_concurrent,
             max_context_tokens=longest,
+            kv_context_tokens=kv_context,
             notes=self.notes(x, pool, longest) + context_notes(x, kv_context),
             assumptions=[
                 ("max_num_batched_tokens", profile.step, "max_num_batched_tokens.vllm_default", {}),
