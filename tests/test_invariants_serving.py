@@ -173,3 +173,22 @@ def test_rope_scaling_the_model_card_supports_is_said() -> None:
     # a model whose card states none: nothing said
     llama = estimate(Scenario(model="llama-2-7b", task="inference", gpu="h100-80gb"), plan=False)
     assert llama.serving is not None and llama.serving.rope_scaling is None
+
+
+def test_traced_gemma2_window_layers_against_transformers_cache() -> None:
+    # Gemma-2-2B (13 local layers W 4,096 + 13 global), 2 x 8,192 tokens, traced with `vramwise trace` on
+    # fake tensors (tests/fixtures/traced_gemma2_sliding_window.json): after prefill every layer still holds
+    # the whole prompt (8,192 - 4 new tokens); once decoding, the local layers hold the window
+    import json
+    from pathlib import Path
+
+    traced = json.loads((Path(__file__).parent / "fixtures/traced_gemma2_sliding_window.json").read_text())
+    est = estimate(Scenario.model_validate(traced["scenario"]), plan=False)
+    assert (
+        est.component("kv_cache").bytes == traced["breakdown"]["kv_cache"] == 2 * 8188 * 26 * 2 * 4 * 256 * 2
+    )
+    phases = {p.phase: p.tensor_bytes for p in est.per_gpu.phases}
+    decode = [p for p in traced["phases"] if p["name"] == "decode"]
+    # what stays between decode steps (weights + the windowed cache) within 0.1%; the step's peak within 2.5%
+    assert abs(phases["decode"] - decode[-1]["end_bytes"]) / decode[-1]["end_bytes"] < 0.001
+    assert abs(phases["decode"] - decode[-1]["peak_bytes"]) / decode[-1]["peak_bytes"] < 0.025
