@@ -23,4 +23,13 @@ def kv_cache(ms: ModelStep, prompt_len: int, seqs: int) -> PhasedComponent | Non
         "prefill": (kv_pre, lambda: kv_texts(specs, prompt_len, seqs, AFTER_PREFILL)),
         "decode": (kv_dec, lambda: kv_texts(specs, seq, seqs, DECODING)),
     }
-    return phased("kv_cache", "kv_cache", SOURCE, at, ms.role)
+    # the window layers still hold the prompt after prefill: said on the component
+    held_prompt = kv_pre > kv_bytes(specs, prompt_len, seqs, DECODING)
+    return phased(
+        "kv_cache",
+        "kv_cache",
+        SOURCE,
+        at,
+        ms.role,
+        note_code="kv_cache.window_after_prefill" if held_prompt else None,
+    )
