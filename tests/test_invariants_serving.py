@@ -192,3 +192,38 @@ def test_traced_gemma2_window_layers_against_transformers_cache() -> None:
     # what stays between decode steps (weights + the windowed cache) within 0.1%; the step's peak within 2.5%
     assert abs(phases["decode"] - decode[-1]["end_bytes"]) / decode[-1]["end_bytes"] < 0.001
     assert abs(phases["decode"] - decode[-1]["peak_bytes"]) / decode[-1]["peak_bytes"] < 0.025
+
+
+def test_sglang_swa_pool_split_like_set_num_token_hybrid() -> None:
+    # a gpt-oss-20b-like layout (12 sliding layers W 128 + 12 full, 8 KV heads x 64, bf16) under SGLang's
+    # SWAKVPool: model_runner.py set_num_token_hybrid splits the pool by swa_full_tokens_ratio 0.8
+    from tools.engines.base import EngineInputs
+    from tools.engines.sglang import SglangEngine
+    from tools.rules.kv_cache import FullAttentionKV, SlidingWindowKV
+
+    specs = (SlidingWindowKV(12, 8, 64, 2, window=128), FullAttentionKV(12, 8, 64, 2))
+    x = EngineInputs(
+        card_bytes=80 * 2**30,
+        usable_bytes=72 * 2**30,
+        num_gpus=1,
+        weights_bytes=13 * 2**30,
+        output_bytes=2**30,
+        num_layers=24,
+        kv_specs=specs,
+        seq_len=8192,
+        sequences=4,
+        activation_bytes=lambda tokens: tokens * 10_000,
+        hidden_size=2880,
+        vocab_size=201088,
+        num_heads=64,
+        overhead_bytes=600 * 2**20,
+        hybrid_swa=True,
+    )
+    pool = SglangEngine().token_pool(x)
+    tokens = (int(80 * 2**30 * 0.88) - 13 * 2**30) // (24 * 2 * 8 * 64 * 2)  # profile_max_num_token
+    full = int(tokens * 24 / (0.8 * 12 + 12))
+    assert (pool.full_tokens, pool.swa_tokens, pool.window) == (full, int(full * 0.8), 128)
+    result = SglangEngine().run(x)
+    kv = next(t for t in result.terms if t.name == "kv_cache")
+    assert kv.bytes == 4 * (12 * 128 + 12 * 8192) * 2 * 8 * 64 * 2  # sliding layers keep their window
+    assert result.max_concurrent_sequences == min(full // 8192, int(full * 0.8) // 128)
