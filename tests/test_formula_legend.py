@@ -29,6 +29,8 @@ NOT_SYMBOLS = frozenset(
         "min",
         "max",
         "sum",
+        "cdiv",  # ceiling division (vLLM's blocks)
+        "pad256",  # llama.cpp's GGML_PAD(n, 256)
         # number formats
         "bf16",
         "f16",

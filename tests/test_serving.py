@@ -123,7 +123,8 @@ def test_estimate_reports_vllm_capacity_for_inference() -> None:
     assert 0 < sv.kv_cache_bytes < sv.reserved_bytes - weights  # weights, transient and overhead come first
     assert sv.max_kv_tokens == sv.kv_cache_bytes // (16 * 524_288) * 16
     assert sv.max_concurrent_sequences == sv.max_kv_tokens // 4096
-    assert sv.max_context_at_batch_1 == sv.max_kv_tokens
+    # the KV room holds far more than one sequence, but Llama-2-7B's window is 4,096 tokens
+    assert sv.max_model_len == 4096 and sv.max_context_at_batch_1 == 4096 < sv.max_kv_tokens
     # fp8 KV halves bytes per token: the same budget holds (about) twice the tokens
     e8 = estimate(
         Scenario(model="llama-2-7b", task="inference", gpu="a100-80gb", seq_len=4096, kv_dtype="fp8"),

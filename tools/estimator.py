@@ -16,26 +16,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from tools import calibration as cal
 from tools.accuracy import AccuracyBound, accuracy_bound
-from tools.assumptions import assumption
 from tools.components.savers import saver_assumptions
 from tools.cutoff import OverLimit, cutoff
 from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
-from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity, constructed
-from tools.rules.activations import inference_transient_entry
-from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
-from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
+from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, constructed
 from tools.rules.overhead import overhead_bytes, overhead_components
 from tools.rules.phases import peak_of
 from tools.scenario import Scenario
-
-if TYPE_CHECKING:  # imported where used: a training estimate never loads the serving engines' models
-    from tools.serving import EngineInputs
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
@@ -97,7 +89,7 @@ def fit_of(scenario: Scenario) -> Fit:
 
 
 def _fit(rs: ResolvedScenario, scenario: Scenario) -> Fit:
-    if not rs.training and rs.scenario.engine not in (None, ENGINE_DEFAULT):
+    if not rs.training and rs.scenario.engine not in (None, "transformers"):
         # a serving engine's own memory model decides the verdict (tools.serving.ENGINES)
         est = estimate(scenario, plan=False)
         return Fit(scenario=rs.scenario, total_bytes=est.per_gpu.total_bytes, fits=est.fits)
@@ -157,7 +149,11 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     fits = total <= budget
     notes = list(rs.notes) + [n for n in pk.fp.notes if n not in rs.notes]
 
-    serving = _serving(rs, pk.phase_components, pk.overhead) if not rs.training else None
+    serving = None
+    if not rs.training:  # imported here: a training estimate never loads the serving engines' models
+        from tools.serving_answer import serving_figure
+
+        serving = serving_figure(rs, pk.phase_components, pk.overhead)
     # the job as asked: the gradient-accumulation note estimates it again (the resolved scenario's filled values
     # would read as stated ones, a parameter count's size label as another model)
     no_effect = _no_effect(scenario)
@@ -202,7 +198,9 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         accuracy=_accuracy(),
     )
     if not rs.training:
-        est = _with_engine(est, rs, pk)
+        from tools.serving_answer import with_engine
+
+        est = with_engine(est, rs, pk)
     if plan:
         from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
 
@@ -215,159 +213,6 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
 
 SUGGESTIONS_SHOWN = 4  # the cheapest few the answer lists
 PLAN_SEARCH_LIMIT = SUGGESTIONS_SHOWN  # the planner returns min_gpus and its layout separately
-
-
-def _serving(rs: ResolvedScenario, phase_components, overhead) -> ServingCapacity | None:
-    """vLLM-style KV capacity: reserved memory minus everything that is not KV (weights, the profile
-    run's transient, CUDA context and NCCL)."""
-    from tools.serving import serving_capacity
-
-    lay = rs.layout
-    stage_layers = lay.layer_split(rs.model.params.num_layers)[0]
-    specs = kv_specs(rs.model.arch, layers=stage_layers, tp=lay.tp, dtype_bytes=rs.kv_dtype_bytes)
-    per_token = kv_bytes_per_token(specs)
-    if per_token <= 0:
-        return None
-    # vLLM's profile run: weights + the transient of one forward of max_num_batched_tokens tokens
-    # + non-torch memory (CUDA context, NCCL); not the HF-style batched prefill of this scenario
-    prefill = phase_components.get("prefill", [])
-    static = sum(c.bytes for c in prefill if c.name in ("weights", "quant_metadata", "logits"))
-    profile_tokens = min(cal.VLLM_PROFILE_TOKENS, rs.seq * rs.batch)
-    transient, _ = inference_transient_entry(
-        rs.model.arch, b=1, s=profile_tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=lay.tp
-    )
-    non_kv = static + transient + sum(c.bytes for c in overhead if c.name != "allocator_slack")
-    cap = serving_capacity(
-        gpu_memory_bytes=rs.gpu.memory_bytes,
-        gpu_memory_utilization=rs.gpu_memory_utilization,
-        non_kv_bytes=non_kv,
-        kv_bytes_per_token=per_token,
-        seq_len=rs.seq,
-    )
-    # one sequence cannot be longer than the model's context window (vLLM max_model_len defaults to
-    # max_position_embeddings), however many KV tokens fit: said beside the KV-room figure
-    return cap.model_copy(update={"max_model_len": rs.model.arch.max_position_embeddings})
-
-
-ENGINE_DEFAULT = "transformers"
-
-
-def _engine_inputs(rs: ResolvedScenario, pk: Peak, engine: str) -> EngineInputs:
-    """The per-GPU quantities an engine's memory model needs (tools.serving.EngineInputs)."""
-    from tools.serving import EngineInputs
-
-    arch, lay = rs.model.arch, rs.layout
-    prefill = pk.phase_components.get("prefill", [])
-    weights = sum(c.bytes for c in prefill if c.name in ("weights", "quant_metadata"))
-    layer_split = engine in ("llama.cpp", "ollama")  # llama.cpp splits layers, not tensors
-    tp = 1 if layer_split else lay.tp
-    if layer_split:
-        weights *= lay.tp  # the whole model: llama.cpp holds each layer on one card
-    out_bytes = arch.vocab_size * arch.hidden_size * rs.weight_format.compute_bytes
-    if rs.weight_dtype in GGUF_DTYPES:  # llama.cpp: the output matrix in its own GGUF type
-        out_bytes = arch.vocab_size * row_bytes(output_type(rs.weight_dtype), arch.hidden_size)
-    layers = rs.model.params.num_layers if layer_split else lay.layer_split(rs.model.params.num_layers)[0]
-    kv_dtype = 2 if layer_split else rs.kv_dtype_bytes  # llama.cpp / ollama KV cache: f16
-    per_token = kv_bytes_per_token(kv_specs(arch, layers=layers, tp=tp, dtype_bytes=kv_dtype))
-    overhead = sum(c.bytes for c in pk.overhead if c.name != "allocator_slack")
-
-    def activation(tokens: int) -> int:
-        return inference_transient_entry(
-            arch, b=1, s=tokens, act_bytes=rs.weight_format.compute_bytes, flash=True, tp=tp
-        )[0]
-
-    return EngineInputs(
-        card_bytes=rs.gpu.memory_bytes,
-        num_gpus=lay.num_gpus if layer_split else lay.tp,
-        weights_bytes=weights,
-        output_bytes=min(out_bytes, weights),
-        num_layers=rs.model.params.num_layers,
-        kv_bytes_per_token=max(1, per_token),
-        seq_len=rs.seq,
-        sequences=rs.batch,
-        activation_bytes=activation,
-        hidden_size=arch.hidden_size,
-        vocab_size=arch.vocab_size,
-        num_heads=arch.num_attention_heads,
-        overhead_bytes=overhead,
-        gpu_memory_utilization=rs.gpu_memory_utilization,
-        fraction_stated=not rs.assumed("gpu_memory_utilization"),
-        max_num_batched_tokens=rs.scenario.max_num_batched_tokens,
-        max_model_len=arch.max_position_embeddings,
-    )
-
-
-def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
-    """Inference under a serving engine's own memory model (tools.serving.ENGINES); transformers keeps
-    the HF generate model above. The engine in use is always stated."""
-    from tools.serving import ENGINES
-
-    engine = rs.scenario.engine
-    if engine is None:
-        est.assumptions = [
-            *est.assumptions,
-            assumption("engine", ENGINE_DEFAULT, "engine.default"),
-        ]
-        return est
-    if engine not in ENGINES:
-        return est
-    result = ENGINES[engine].run(_engine_inputs(rs, pk, engine))
-    components = [
-        constructed(
-            Component,
-            name=t.name,
-            bytes=t.bytes,
-            kind=t.kind,
-            formula=t.formula,
-            substituted=t.substituted,
-            source=t.source,
-            label=None,
-            label_code=t.label,
-            label_values=dict(t.label_values),
-            model_role=None,
-            note_code=None,
-            note=None,
-        )
-        for t in result.terms
-    ]
-    tensor = sum(c.bytes for c in components if c.kind == "tensor")
-    # the engine's defaults replace the generic ones (SGLang's mem_fraction_static is not vLLM's 0.9);
-    # what the user stated is never overridden
-    defaulted = {a.field for a in est.assumptions}
-    engine_defaults = {
-        f: assumption(f, v, code, **values)
-        for f, v, code, values in result.assumptions
-        if f in defaulted or getattr(rs.scenario, f, None) is None
-    }
-    kept = [a for a in est.assumptions if a.field not in engine_defaults]
-    serving = constructed(
-        ServingCapacity,
-        gpu_memory_utilization=rs.gpu_memory_utilization,
-        reserved_bytes=result.reserved_bytes or result.total_bytes,
-        kv_cache_bytes=result.kv_pool_bytes,
-        kv_bytes_per_token=_engine_inputs(rs, pk, engine).kv_bytes_per_token,
-        max_kv_tokens=result.max_kv_tokens,
-        max_concurrent_sequences=result.max_concurrent_sequences,
-        max_context_at_batch_1=result.max_context_tokens,
-        max_model_len=rs.model.arch.max_position_embeddings,
-    )
-    est.components = components
-    est.per_gpu = constructed(
-        PerGpu,
-        tensor_peak_bytes=tensor,
-        total_bytes=result.total_bytes,
-        peak_phase="serving",
-        phases=[constructed(PhasePeak, phase="serving", tensor_bytes=tensor)],
-        gpu_role=est.per_gpu.gpu_role,
-        gpu_role_parts=est.per_gpu.gpu_role_parts,
-    )
-    est.fits = result.fits
-    est.headroom_bytes = result.headroom_bytes
-    est.min_gpus = rs.layout.num_gpus if result.fits else None
-    est.serving = serving
-    est.assumptions = [*kept, *engine_defaults.values()]
-    est.notes = [*est.notes, *result.notes]
-    return est
 
 
 def _dropout_extra(scenario: Scenario, rs: ResolvedScenario, tensor_bytes: int) -> int | None:

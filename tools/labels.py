@@ -67,6 +67,7 @@ NOTE_CODES: tuple[str, ...] = (
     "zero3.gathered_layer",  # the layer gathered during a ZeRO-3 scoring forward (tools/rl.py)
     "rl.generation_gathers_weights",  # TRL gathers the ZeRO-3 weights to generate (tools/rl.py)
     "rl.reference_adapters_disabled",  # PEFT reference = the policy with adapters off (tools/rl.py)
+    "kv_cache.window_after_prefill",  # window layers still hold the prompt after prefill (components/kv_cache.py)
 )
 
 # the most loaded GPU's place in the layout (tools/rules/parallel.py Layout.gpu_role): code -> its values

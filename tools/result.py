@@ -149,7 +149,7 @@ class NoEffect(BaseModel):
 
 
 class ServingCapacity(BaseModel):
-    """vLLM-style: what the reserved memory leaves for KV blocks."""
+    """What a serving engine reserves and the KV room it makes (vLLM-style for HF generate)."""
 
     model_config = _DEFERRED
 
@@ -159,8 +159,15 @@ class ServingCapacity(BaseModel):
     kv_bytes_per_token: int
     max_kv_tokens: int
     max_concurrent_sequences: int  # at the scenario's seq_len
-    max_context_at_batch_1: int  # KV room for one sequence (may exceed the model's context window)
+    max_context_at_batch_1: int  # the longest single sequence the KV room holds, capped at max_model_len
     max_model_len: int | None = None  # the model's context window (max_position_embeddings)
+    gpu_layers: int | None = None  # llama.cpp / ollama: layers on the GPU(s) (-ngl; n_layer + 1 = all)
+    host_bytes: int = 0  # llama.cpp / ollama: weights and KV left in CPU RAM when layers are offloaded
+    # the model card's rope scaling beyond max_model_len (catalog context_extension): "yarn x4.0", and the
+    # context it allows, and how long one sequence the KV room would hold (uncapped)
+    rope_scaling: str | None = None
+    rope_scaled_context: int | None = None
+    kv_context_at_batch_1: int | None = None
 
 
 class Estimate(BaseModel):

@@ -35,7 +35,10 @@ def figures_of(estimate: Estimate) -> set[int]:
     }
     if estimate.serving is not None:
         sv = estimate.serving
-        figures |= {sv.reserved_bytes, sv.kv_cache_bytes, sv.kv_bytes_per_token}
+        figures |= {sv.reserved_bytes, sv.kv_cache_bytes, sv.kv_bytes_per_token, sv.host_bytes}
+        # what the serving notes say beside the pool: the reservation less the pool (weights, profile run,
+        # context) and the card less the reservation (SGLang's room for prefill chunks and CUDA graphs)
+        figures |= {sv.reserved_bytes - sv.kv_cache_bytes, estimate.gpu.memory_bytes - sv.reserved_bytes}
     return {f for f in figures if f > 0}
 
 

@@ -765,6 +765,19 @@ def _serving_lines(estimate: Estimate, lang: str) -> list[str]:
             max_context=f"{sv.max_context_at_batch_1:,}",
         ),
     ]
-    if sv.max_model_len and sv.max_context_at_batch_1 > sv.max_model_len:
+    if sv.max_model_len and sv.max_context_at_batch_1 >= sv.max_model_len:  # capped at the window
         lines.append(_fill(lang, "text", "serving_model_len", max_model_len=f"{sv.max_model_len:,}"))
+        if sv.rope_scaling and sv.rope_scaled_context and sv.kv_context_at_batch_1:
+            method, _, factor = sv.rope_scaling.partition(" x")
+            lines.append(
+                _fill(
+                    lang,
+                    "text",
+                    "serving_rope_scaling",
+                    method=method,
+                    factor=factor,
+                    tokens=f"{sv.rope_scaled_context:,}",
+                    kv_context=f"{sv.kv_context_at_batch_1:,}",
+                )
+            )
     return lines

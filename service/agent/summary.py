@@ -5,6 +5,7 @@ Lines, in order (templates prompts/<lang>/answer.toml [summary]):
 2. the figure the question asked for, when it named one (`focus`: a component such as the KV cache,
    the longest context or the concurrency a server reaches, the fewest GPUs);
 3. the two or three biggest components;
+3b. a named serving engine: what it reserves and its KV pool, or where llama.cpp puts the layers (its note);
 4. the fewest GPUs of this type that fit (the full answer's own line), when it does not fit or was asked;
 5. the cheapest change that makes it fit (the planner's first suggestion), when it does not fit;
 6. the accuracy bound, once, briefly.
@@ -23,6 +24,14 @@ MAX_LINES = 6
 # what a question can ask for besides the verdict (the parser's `asks`)
 FOCUS_COMPONENTS = ("kv_cache", "weights", "activations", "logits", "optimizer_states", "gradients")
 FOCUSES = (*FOCUS_COMPONENTS, "max_context", "concurrency", "min_gpus")
+# the note a named serving engine leads with (tools/engines/): its reservation and KV pool, or its layers
+ENGINE_NOTES = (
+    "vllm_pool",
+    "sglang_pool",
+    "gguf_all_layers_on_gpu",
+    "gguf_some_layers_on_gpu",
+    "gguf_offload_would_fit",
+)
 
 
 def _s(lang: str, key: str, **values: Any) -> str:
@@ -52,9 +61,12 @@ def _focus_line(estimate: Estimate, lang: str, focus: str | None, panels: render
     if focus in ("max_context", "concurrency") and estimate.serving is not None:
         sv = estimate.serving
         seq_len = estimate.scenario.seq_len
+        key = "focus_max_context" if focus == "max_context" else "focus_concurrency"
+        if key == "focus_max_context" and sv.max_model_len and sv.max_context_at_batch_1 >= sv.max_model_len:
+            key = "focus_max_context_window"  # the KV room holds more: the model's window is the limit
         return _s(
             lang,
-            "focus_max_context" if focus == "max_context" else "focus_concurrency",
+            key,
             max_context=f"{sv.max_context_at_batch_1:,}",
             max_seqs=f"{sv.max_concurrent_sequences:,}",
             seq_len=f"{seq_len:,}" if seq_len else "?",
@@ -135,6 +147,7 @@ def summary_lines(
     panels = render.panels_for(estimate, lang, display)
     lines: list[str | None] = [verdict_line(estimate, lang), _focus_line(estimate, lang, focus, panels)]
     lines.append(_biggest_line(estimate, lang, focus if focus in FOCUS_COMPONENTS else None, panels))
+    lines.append(next((render.note_text(n, lang) for n in estimate.notes if n.code in ENGINE_NOTES), None))
     if not estimate.fits or focus == "min_gpus":
         lines.append(min_gpus_line(estimate, lang))
     lines.append(_fix_line(estimate, lang, panels))

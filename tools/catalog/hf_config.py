@@ -58,11 +58,28 @@ def _llama_like(cfg: Config, *, tie_default: bool = False, **overrides: Any) -> 
         "vocab_size": _need(cfg, "vocab_size"),
         "tie_word_embeddings": bool(_get(cfg, "tie_word_embeddings", tie_default)),
         "max_position_embeddings": int(_get(cfg, "max_position_embeddings", 4096)),
-        "sliding_window": cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None,
-        "sliding_window_layers": _sliding_layers(cfg, None),
+        "sliding_window": _window(cfg),
+        "sliding_window_layers": _sliding_layers(cfg, _qwen_window_layers(cfg)),
     }
     fields.update(overrides)
     return fields
+
+
+def _window(cfg: Config) -> int | None:
+    """The local-attention window: `sliding_window` 0 or null, or `use_sliding_window: false` (what
+    transformers writes for Qwen2/Qwen2-MoE, whose Qwen2Config defaults it to false), is no window."""
+    qwen = str(cfg.get("model_type", "")).startswith("qwen")
+    if not cfg.get("use_sliding_window", not qwen) or not cfg.get("sliding_window"):
+        return None
+    return int(cfg["sliding_window"])
+
+
+def _qwen_window_layers(cfg: Config) -> int | None:
+    """transformers Qwen2Config/Qwen3Config layer_types: layer i slides when use_sliding_window and
+    i >= max_window_layers."""
+    if _window(cfg) is None or cfg.get("max_window_layers") is None:
+        return None
+    return max(0, int(_need(cfg, "num_hidden_layers")) - int(cfg["max_window_layers"]))
 
 
 def _sliding_layers(cfg: Config, default: int | None) -> int | None:

@@ -22,6 +22,22 @@ MODELS_JSON = Path(__file__).with_name("models.json")
 MODEL_ACCEPTED = "a catalog id (see GET /v1/catalog/models), a bare size like 7B / 70亿, or an HF config.json"
 
 
+class ContextExtension(BaseModel):
+    """RoPE scaling the model card supports beyond the shipped config's window (e.g. Qwen2.5/Qwen3 YaRN)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: str  # rope_scaling type, e.g. "yarn"
+    factor: float = Field(gt=1)
+    original_max_position_embeddings: int = Field(gt=0)
+    source: str  # the model card that says so
+
+    @property
+    def max_tokens(self) -> int:
+        """The context the scaling allows: factor x original window (transformers YaRN rope_init)."""
+        return int(self.factor * self.original_max_position_embeddings)
+
+
 class ModelSpec(BaseModel):
     """One catalog model."""
 
@@ -42,6 +58,8 @@ class ModelSpec(BaseModel):
     # the dtype the official checkpoint ships in when it is not 16-bit (DeepSeek-V3/R1: "fp8",
     # block-scaled e4m3): what serving engines load as is, so the inference default
     checkpoint_dtype: str | None = None
+    # what rope scaling the model card supports beyond max_position_embeddings (None: nothing stated)
+    context_extension: ContextExtension | None = None
 
     @cached_property
     def breakdown(self) -> ParamBreakdown:  # computed once per (immutable) catalog entry

@@ -1,30 +1,35 @@
 """KV cache of a generating model on one GPU (per-kind specs: tools/rules/kv_cache.py, vLLM KVCacheSpec style).
 
-Prefill: transformers' DynamicCache holds every prompt token's K/V, sliding-window layers too (trimmed
-to the window only for decode; traced mistral-7b / gemma-3-1b prefill). Decode: seq tokens per sequence,
-sliding-window layers capped at their window.
+Prefill: transformers' DynamicCache holds every prompt token's K/V, sliding-window layers too (their
+DynamicSlidingWindowLayer keeps a view of the whole prompt until the first decode step; traced
+mistral-7b-v0.1 / gemma-3-1b prefill). Decode: seq tokens per sequence, sliding-window layers capped at
+their window (tools/rules/kv_cells.py TransformersCache).
 """
 
 from __future__ import annotations
 
 from tools.components.phased import PhasedComponent, phased
 from tools.components.step import ModelStep
-from tools.rules.kv_cache import SOURCE, kv_bytes, kv_specs
+from tools.rules.kv_cache import SOURCE, kv_bytes, kv_specs, kv_texts
+from tools.rules.kv_cells import AFTER_PREFILL, DECODING
 
 
 def kv_cache(ms: ModelStep, prompt_len: int, seqs: int) -> PhasedComponent | None:
     specs = kv_specs(ms.arch, layers=ms.stage.n_layers, tp=ms.lay.tp, dtype_bytes=ms.rs.kv_dtype_bytes)
-    per_tok = sum(s.bytes_per_token() for s in specs)
     seq = ms.seq
-    kv_pre, kv_dec = per_tok * prompt_len * seqs, kv_bytes(specs, seq, seqs)
-
-    def texts(n_tok: int, total: int) -> tuple[str, str]:
-        kv_f = "(" + " + ".join(s.formula() for s in specs) + ") x n_tok x n_seq"
-        kv_s = " + ".join(s.substituted() for s in specs)
-        return kv_f, f"({kv_s} = {per_tok:,} B) x {n_tok:,} x {seqs} = {total:,} B"
-
+    kv_pre = kv_bytes(specs, prompt_len, seqs, AFTER_PREFILL)
+    kv_dec = kv_bytes(specs, seq, seqs, DECODING)
     at = {
-        "prefill": (kv_pre, lambda: texts(prompt_len, kv_pre)),
-        "decode": (kv_dec, lambda: texts(seq, kv_dec)),
+        "prefill": (kv_pre, lambda: kv_texts(specs, prompt_len, seqs, AFTER_PREFILL)),
+        "decode": (kv_dec, lambda: kv_texts(specs, seq, seqs, DECODING)),
     }
-    return phased("kv_cache", "kv_cache", SOURCE, at, ms.role)
+    # the window layers still hold the prompt after prefill: said on the component
+    held_prompt = kv_pre > kv_bytes(specs, prompt_len, seqs, DECODING)
+    return phased(
+        "kv_cache",
+        "kv_cache",
+        SOURCE,
+        at,
+        ms.role,
+        note_code="kv_cache.window_after_prefill" if held_prompt else None,
+    )

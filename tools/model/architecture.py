@@ -148,6 +148,12 @@ class Architecture(BaseModel):
             raise ValueError(f"{value} dense layers is more than num_hidden_layers ({layers})")
         return value
 
+    @field_validator("sliding_window", mode="before")
+    @classmethod
+    def _zero_window_is_none(cls, value: object) -> object:
+        """`sliding_window: 0` (as some config.json files write it) is a model without a window."""
+        return None if value == 0 and not isinstance(value, bool) else value
+
     @field_validator("sliding_window_layers")
     @classmethod
     def _window_layers_within_layers(cls, value: int | None, info: ValidationInfo) -> int | None:

@@ -1,13 +1,15 @@
 """KV-cache bytes, one class per attention kind (vLLM vllm/v1/kv_cache_interface.py style).
 
-Each spec answers `bytes_per_token()` (all its layers, one token of one sequence) and
-`bytes_for(tokens, sequences)` (what `sequences` sequences of `tokens` tokens hold).
-- FullAttentionKV (MHA/GQA/MQA): 2 (K and V) x layers x kv_heads x head_dim x B
+Each spec owns its bytes and its text: `layer_bytes_per_token()` (one layer, one token),
+`bytes_per_token()` (all its layers), `held(tokens, sequences, cache)` (the cells each of its layers keeps
+under an engine's cache, tools/rules/kv_cells.py), `bytes_for(...)`, `formula(cache)` and
+`substituted(tokens, sequences, cache)`. Callers sum and join; they never branch on the kind.
+- FullAttentionKV (MHA/GQA/MQA): 2 (K and V) x layers x kv_heads x head_dim x B per cell
   (vLLM FullAttentionSpec.page_size_bytes = 2 * block_size * num_kv_heads * head_size * dtype_size).
+- SlidingWindowKV: the same bytes per cell, but the cache keeps only the window's cells once it can
+  (vLLM SlidingWindowSpec.max_memory_usage_bytes; transformers DynamicSlidingWindowLayer).
 - MLAKV (DeepSeek-V2/V3): layers x (kv_lora_rank + qk_rope_head_dim) x B: one latent, no separate V
   (vLLM MLAAttentionSpec: head_size = kv_lora_rank + qk_rope_head_dim, num_kv_heads = 1, no factor 2).
-- SlidingWindowKV: as full attention, but a sequence holds at most `window` tokens
-  (vLLM SlidingWindowSpec.max_memory_usage_bytes).
 Under TP each rank holds kv_heads / t heads; when t > kv_heads the heads are replicated (each rank
 keeps one: vLLM `num_kv_heads = max(1, total_kv_heads // tp)`). The MLA latent is replicated on
 every TP rank.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools.model.architecture import Architecture
+from tools.rules.kv_cells import DECODING, Held, KvCache
 
 SOURCE = "vLLM vllm/v1/kv_cache_interface.py (FullAttentionSpec / MLAAttentionSpec / SlidingWindowSpec)"
 
@@ -31,33 +34,37 @@ class FullAttentionKV:
     head_dim: int
     dtype_bytes: int
 
+    def layer_bytes_per_token(self) -> int:
+        return 2 * self.kv_heads * self.head_dim * self.dtype_bytes
+
     def bytes_per_token(self) -> int:
-        return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
+        return self.layers * self.layer_bytes_per_token()
 
-    def bytes_for(self, tokens: int, sequences: int) -> int:
-        return self.bytes_per_token() * tokens * sequences
+    def held(self, tokens: int, sequences: int, cache: KvCache) -> Held:
+        return cache.full(tokens, sequences)
 
-    def formula(self) -> str:
-        return "2 x L x g x d x B"
+    def bytes_for(self, tokens: int, sequences: int, cache: KvCache = DECODING) -> int:
+        return self.bytes_per_token() * self.held(tokens, sequences, cache).cells
 
-    def substituted(self) -> str:
-        return f"2 x {self.layers} x {self.kv_heads} x {self.head_dim} x {self.dtype_bytes} B"
+    def formula(self, cache: KvCache = DECODING) -> str:
+        return f"2 x L x g x d x B x {cache.full_formula()}"
+
+    def substituted(self, tokens: int, sequences: int, cache: KvCache = DECODING) -> str:
+        held = self.held(tokens, sequences, cache)
+        return f"2 x {self.layers} x {self.kv_heads} x {self.head_dim} x {self.dtype_bytes} B x {held.text}"
 
 
 @dataclass(frozen=True)
 class SlidingWindowKV(FullAttentionKV):
-    """K and V of sliding-window layers: at most `window` tokens per sequence."""
+    """K and V of sliding-window layers: the cache keeps at most `window` tokens once it can."""
 
     window: int = 4096
 
-    def bytes_for(self, tokens: int, sequences: int) -> int:
-        return self.bytes_per_token() * min(tokens, self.window) * sequences
+    def held(self, tokens: int, sequences: int, cache: KvCache) -> Held:
+        return cache.window(self.window, tokens, sequences)
 
-    def formula(self) -> str:
-        return "2 x L_sw x g x d x B x min(n_tok, W)"
-
-    def substituted(self) -> str:
-        return super().substituted() + f" (W = {self.window})"
+    def formula(self, cache: KvCache = DECODING) -> str:
+        return f"2 x L_sw x g x d x B x {cache.window_formula()}"
 
 
 @dataclass(frozen=True)
@@ -68,17 +75,24 @@ class MLAKV:
     latent_dim: int  # kv_lora_rank + qk_rope_head_dim
     dtype_bytes: int
 
+    def layer_bytes_per_token(self) -> int:
+        return self.latent_dim * self.dtype_bytes
+
     def bytes_per_token(self) -> int:
-        return self.layers * self.latent_dim * self.dtype_bytes
+        return self.layers * self.layer_bytes_per_token()
 
-    def bytes_for(self, tokens: int, sequences: int) -> int:
-        return self.bytes_per_token() * tokens * sequences
+    def held(self, tokens: int, sequences: int, cache: KvCache) -> Held:
+        return cache.full(tokens, sequences)
 
-    def formula(self) -> str:
-        return "L x (kv_lora_rank + qk_rope_head_dim) x B"
+    def bytes_for(self, tokens: int, sequences: int, cache: KvCache = DECODING) -> int:
+        return self.bytes_per_token() * self.held(tokens, sequences, cache).cells
 
-    def substituted(self) -> str:
-        return f"{self.layers} x {self.latent_dim} x {self.dtype_bytes} B"
+    def formula(self, cache: KvCache = DECODING) -> str:
+        return f"L x (kv_lora_rank + qk_rope_head_dim) x B x {cache.full_formula()}"
+
+    def substituted(self, tokens: int, sequences: int, cache: KvCache = DECODING) -> str:
+        held = self.held(tokens, sequences, cache)
+        return f"{self.layers} x {self.latent_dim} x {self.dtype_bytes} B x {held.text}"
 
 
 KvSpec = FullAttentionKV | SlidingWindowKV | MLAKV
@@ -109,10 +123,19 @@ def kv_specs(
     return [FullAttentionKV(n_layers, heads, arch.d_head, dtype_bytes)]
 
 
-def kv_bytes(specs: list[KvSpec], tokens: int, sequences: int) -> int:
-    return sum(spec.bytes_for(tokens, sequences) for spec in specs)
+def kv_bytes(specs: list[KvSpec], tokens: int, sequences: int, cache: KvCache = DECODING) -> int:
+    """What `sequences` sequences of `tokens` tokens hold under `cache` (default: transformers decoding)."""
+    return sum(spec.bytes_for(tokens, sequences, cache) for spec in specs)
 
 
 def kv_bytes_per_token(specs: list[KvSpec]) -> int:
     """Per-token bytes if every layer held every token (sliding windows not capped)."""
     return sum(spec.bytes_per_token() for spec in specs)
+
+
+def kv_texts(specs: list[KvSpec], tokens: int, sequences: int, cache: KvCache = DECODING) -> tuple[str, str]:
+    """(formula, substituted) of the KV cache: each kind renders its own term; the terms are summed."""
+    formula = " + ".join(spec.formula(cache) for spec in specs)
+    parts = [spec.substituted(tokens, sequences, cache) for spec in specs]
+    joined = parts[0] if len(parts) == 1 else " + ".join(f"({part})" for part in parts)
+    return formula, f"{joined} = {kv_bytes(specs, tokens, sequences, cache):,} B"
