@@ -1,0 +1,47 @@
+"""LoRA settings a question states: rank, target modules, alpha, dropout, trainable layers."""
+
+from __future__ import annotations
+
+from service.agent.offline import patterns as rx
+from service.agent.offline.field_common import IS, NUM, Fields
+from service.agent.offline.mentions import SEP, L, R
+
+# --- LoRA --------------------------------------------------------------------------------------------
+
+_TARGETS = rx.compile(
+    rf"{L}((?:q|k|v|o|gate|up|down|out)_proj|qkv_proj|gate_up_proj|c_attn|query_key_value){R}"
+)
+
+
+_LORA_RANK = rx.compile(
+    rf"{L}(?:lora{SEP})?(?:rank|lora_r){IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)"
+)
+_ALL_LINEAR = rx.compile(
+    rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)"
+)
+_LORA_ALPHA = rx.compile(rf"{L}(?:lora{SEP})?alpha{IS}{NUM}")
+_LORA_DROPOUT = rx.compile(rf"{L}(?:lora{SEP})?dropout{IS}(\d*\.\d+|0){R}")
+_LAST_LAYERS = rx.compile(rf"{L}(?:last|top)\s+(\d+)\s+layers{R}|最后\s*(\d+)\s*层")
+
+
+def lora_fields(low: str) -> Fields:
+    out: Fields = {}
+    r = _LORA_RANK.search(low)
+    if r:
+        out["lora_rank"] = int(next(g for g in r.groups() if g))
+    if _ALL_LINEAR.search(low):
+        out["lora_targets"] = ["all-linear"]
+    else:
+        targets = list(dict.fromkeys(m.group(1) for m in _TARGETS.finditer(low)))
+        if targets:
+            out["lora_targets"] = targets
+    a = _LORA_ALPHA.search(low)
+    if a:
+        out["lora_alpha"] = float(a.group(1))
+    d = _LORA_DROPOUT.search(low)
+    if d:
+        out["lora_dropout"] = float(d.group(1))
+    f = _LAST_LAYERS.search(low)
+    if f:
+        out["trainable_layers"] = int(f.group(1) or f.group(2))
+    return out
