@@ -882,6 +882,7 @@ _MODIFIERS: list[Case] = [
         {
             "task": "grpo",
             "max_new_tokens": 2048,
+            "seq_len": 2560,  # TRL's default prompt (512) + the stated completion, said as an assumption
             "num_generations": 8,
             "model": "qwen2.5-7b",
             "gpu": "h800",

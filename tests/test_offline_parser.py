@@ -108,7 +108,7 @@ ZH_ESTIMATE: list[tuple[str, dict[str, Any]]] = [
     ('Baichuan2-7B 全量微调，4卡A800，混合精度，AdamW，序列长度 4096', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'optimizer': 'adamw', 'seq_len': 4096, 'model': 'baichuan2-7b', 'gpu': 'a800', 'num_gpus': 4}),
     ('书生浦语2.5-7B QLoRA，单卡 4060，batch 2', {'task': 'qlora', 'batch_size': 2, 'model': 'internlm2.5-7b', 'gpu': '4060', 'num_gpus': 1}),
     ('四卡4090 DPO 训练 Llama-3-8B，LoRA，上下文 4096', {'task': 'dpo', 'seq_len': 4096, 'model': 'llama-3-8b', 'gpu': '4090', 'num_gpus': 4, 'lora_rank': 8}),
-    ('GRPO 训练 Qwen2.5-7B，每个prompt 采样 8，8卡H800，生成长度 1024', {'task': 'grpo', 'max_new_tokens': 1024, 'num_generations': 8, 'model': 'qwen2.5-7b', 'gpu': 'h800', 'num_gpus': 8}),
+    ('GRPO 训练 Qwen2.5-7B，每个prompt 采样 8，8卡H800，生成长度 1024', {'task': 'grpo', 'max_new_tokens': 1024, 'seq_len': 1536, 'num_generations': 8, 'model': 'qwen2.5-7b', 'gpu': 'h800', 'num_gpus': 8}),
     ('PPO 训练 70亿 模型，16卡A100，TP=2，ZeRO-3', {'task': 'ppo', 'zero_stage': 3, 'tp': 2, 'model': '7B', 'gpu': 'a100', 'num_gpus': 16}),
     ('Mixtral 8x7B 推理，int4 量化，单卡 A100 80GB', {'task': 'inference', 'weight_dtype': 'int4', 'model': 'mixtral-8x7b', 'gpu': 'a100-80gb', 'num_gpus': 1}),
     ('单卡H20 部署 千问2.5-32B，bf16，32k上下文，并发 16', {'task': 'inference', 'weight_dtype': 'bf16', 'batch_size': 16, 'seq_len': 32768, 'model': 'qwen2.5-32b', 'gpu': 'h20', 'num_gpus': 1}),

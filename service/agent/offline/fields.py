@@ -3,7 +3,7 @@
 Each extractor reads the normalised lower-case question and returns only what the user
 actually said (a dict of Scenario fields); nothing here fills a default -- the estimator
 does that and lists it as an assumption. The families live in their own modules:
-task_fields, precision_fields, lora_fields, shape_fields, rl_fields, parallel_fields,
+task_fields, precision_fields, lora_fields, shape_fields, rl_fields, parallel_fields, offload_fields,
 training_fields, architecture_fields (field_common holds the value forms and negation).
 """
 
@@ -13,6 +13,7 @@ from service.agent.offline.architecture_fields import shape_overrides
 from service.agent.offline.field_common import Extractor, Fields
 from service.agent.offline.lora_fields import lora_fields
 from service.agent.offline.numbers import plain_int
+from service.agent.offline.offload_fields import offload_fields
 from service.agent.offline.parallel_fields import activation_fields, parallel_fields
 from service.agent.offline.precision_fields import dtype_fields, optimizer_fields
 from service.agent.offline.shape_fields import shape_fields
@@ -47,6 +48,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     shape_fields,
     activation_fields,
     parallel_fields,
+    offload_fields,
     no_effect_fields,
 )
 

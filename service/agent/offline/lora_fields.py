@@ -16,6 +16,10 @@ _TARGETS = rx.compile(
 _LORA_RANK = rx.compile(
     rf"{L}(?:lora{SEP})?(?:rank|lora_r){IS}(\d+){R}|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)"
 )
+# "LoRA r16", "r 16", "r: 16" (PEFT LoraConfig r): read only where an adapter is named, never the "r1" of DeepSeek-R1
+_SHORT_RANK = rx.compile(rf"(?<![a-z0-9.\-_/])r{SEP}(?:[:=]\s*)?(\d+){R}")
+_ADAPTER_WORD = rx.compile(rf"{L}(?:q?lora|dora|peft|adapters?){R}|低秩|适配器")
+_R1 = rx.compile(rf"{L}deepseek{SEP}$")
 _ALL_LINEAR = rx.compile(
     rf"{L}all{SEP}linear(?:{SEP}layers)?{R}|所有线性层|全部线性层|全线性层|{L}all{SEP}(?:the{SEP})?(?:projection|proj|linear){SEP}(?:layers|modules)"
 )
@@ -29,6 +33,13 @@ def lora_fields(low: str) -> Fields:
     r = _LORA_RANK.search(low)
     if r:
         out["lora_rank"] = int(next(g for g in r.groups() if g))
+    elif _ADAPTER_WORD.search(low):
+        short = (
+            m for m in _SHORT_RANK.finditer(low) if not _R1.search(low[max(0, m.start() - 10) : m.start()])
+        )
+        first = next(short, None)
+        if first:
+            out["lora_rank"] = int(first.group(1))
     if _ALL_LINEAR.search(low):
         out["lora_targets"] = ["all-linear"]
     else:

@@ -245,9 +245,6 @@ _ZH_COUNT_ANY = rx.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
 )
 _SINGLE = rx.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
-_NODES = rx.compile(
-    rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
-)
 
 
 @dataclass(frozen=True)
@@ -284,7 +281,9 @@ def _with_stated_memory(gpu: str, gb: int) -> str:
 
 
 def find_gpu(low: str) -> GpuMention:
-    """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
+    """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2).
+
+    The count is the one next to the card (or the only one stated); nodes are read by gpu_counts.py."""
     gpu: str | None = None
     count: int | None = None
     low = _GLUED_COUNT.sub(lambda g: g.group(1) + " x ", low)
@@ -309,11 +308,6 @@ def find_gpu(low: str) -> GpuMention:
             any_m = _EN_COUNT_ANY.search(low) or _ZH_COUNT_ANY.search(low)
             if any_m:
                 count = count_word(next(g for g in any_m.groups() if g))
-    nodes = _NODES.search(low)
-    if nodes and count:
-        n = count_word(next(g for g in nodes.groups() if g))
-        if n and n > 1:
-            count *= n
     if count is not None and count < 1:
         count = None
     return GpuMention(gpu, count)

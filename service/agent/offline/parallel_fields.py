@@ -1,5 +1,5 @@
 """Memory levers a question states: activation recomputation, attention kernel, ZeRO/FSDP, TP/PP/CP/EP/DP sizes,
-sequence parallel, CPU/NVMe offload."""
+sequence parallel (offload: offload_fields.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def activation_fields(low: str) -> Fields:
     if e:
         out["attention"] = "eager"
     elif f:
-        out["attention"] = "eager" if negated(low, f.start()) else "flash"
+        out["attention"] = "eager" if negated(low, f.start(), f.end()) else "flash"
     return out
 
 
@@ -77,13 +77,6 @@ _ZERO_NAMED = rx.compile(rf"{L}(?:zero|deepspeed){R}(?!{SEP}(?:stage{SEP})?[0-3]
 _FSDP_FULL_SHARD = rx.compile(rf"{L}fsdp{R}(?!{SEP}shard_grad_op)|{L}full{SEP}shard{R}")
 _SHARD_GRAD_OP = rx.compile(rf"{L}shard_grad_op{R}")
 _SEQUENCE_PARALLEL = rx.compile(rf"{L}sequence{SEP}parallel(?:ism)?{R}|序列并行|{L}sp{R}")
-_NVME = rx.compile(rf"{L}nvme{R}")
-_OFFLOAD_PARAMS = rx.compile(
-    rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)"
-)
-_OFFLOAD = rx.compile(
-    rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload"
-)
 
 
 def parallel_fields(low: str) -> Fields:
@@ -106,12 +99,4 @@ def parallel_fields(low: str) -> Fields:
         out["num_gpus"] = dp * (tp or 1) * (pp or 1) * (cp or 1)
     if _SEQUENCE_PARALLEL.search(low):
         out["sequence_parallel"] = True
-    target = "nvme" if _NVME.search(low) else "cpu"
-    params = _OFFLOAD_PARAMS.search(low)
-    if params:
-        out["offload_params"] = "none" if negated(low, params.start(), params.end()) else target
-    offload = list(_OFFLOAD.finditer(low))
-    if offload:
-        off = all(negated(low, m.start(), m.end()) for m in offload)
-        out["offload_optimizer"] = "none" if off else target
     return out

@@ -24,6 +24,7 @@ from service.agent.offline.fields import (
     shape_overrides,
     stated_fields,
 )
+from service.agent.offline.gpu_counts import over_nodes
 from service.agent.offline.kb import match_topic
 from service.agent.offline.language import detect_language
 from service.agent.offline.mentions import (
@@ -35,6 +36,7 @@ from service.agent.offline.mentions import (
     find_gpu,
     find_model,
 )
+from service.agent.offline.rl_fields import apply_rl_lengths, rl_lengths
 
 _NO_EFFECT_KEYS = frozenset(
     {"epochs", "learning_rate", "gradient_accumulation_steps", "warmup_steps", "lora_alpha", "lora_dropout"}
@@ -100,7 +102,12 @@ _COLAB = rx.compile(rf"{L}colab{R}")
 def parse_question(question: str, language: Language | None = None) -> ParsedQuestion:
     low = normalise(question)
     lang: Language = language or detect_language(question)
-    fields: dict[str, Any] = stated_fields(low)
+    lengths, rest = rl_lengths(low)  # "回复长度 4096" is the completion, not the context length
+    fields: dict[str, Any] = stated_fields(rest)
+    filled: dict[str, FilledReason] = {}
+    rl_default = apply_rl_lengths(lengths, fields)
+    if rl_default:
+        filled["seq_len"] = rl_default
 
     model = find_model(low)
     skip = [(model.start, model.end)] if model else []
@@ -120,8 +127,11 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         card = find_card_memory(low)
         if card:
             fields["gpu"] = card.value
-    if gpu.count and "num_gpus" not in fields:
-        fields["num_gpus"] = gpu.count
+    count, nodes = over_nodes(low, gpu.count)
+    if count and "num_gpus" not in fields:
+        fields["num_gpus"] = count
+        if nodes:
+            filled["num_gpus"] = nodes
     if fields.get("task") == "qlora" and fields.get("weight_dtype") == "int4":
         fields["weight_dtype"] = "nf4"  # QLoRA's "4-bit" is NF4 (Dettmers et al. 2023)
     if fields.get("task") in ("lora", "full_finetune", "freeze") and fields.get("weight_dtype") == "nf4":
@@ -129,7 +139,6 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     if fields.get("task") == "lora" and fields.get("weight_dtype") == "int4" and "quant_method" not in fields:
         fields["task"], fields["weight_dtype"] = "qlora", "nf4"  # LoRA on a 4-bit base is QLoRA
 
-    filled: dict[str, FilledReason] = {}
     if model and model.reason:
         filled["model"] = model.reason
     if card and card.reason:

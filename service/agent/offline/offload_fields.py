@@ -1,0 +1,58 @@
+"""CPU/NVMe offload a question states -- and the offload mentions that are not a training setting.
+
+- DeepSpeed ZeRO-Offload / Infinity: optimizer states (and with "offload params" the weights) to CPU or NVMe;
+- llama.cpp / Ollama "offload layers to CPU", "-ngl 20", "部分层放到CPU": GPU-layer offload, which the llama.cpp
+  serving model decides by itself (tools/serving.py: as many layers on the GPU as fit, the rest in CPU RAM):
+  never optimizer offload, so no field is set;
+- "do I need to offload?", "要不要 offload": a question, not a setting.
+"""
+
+from __future__ import annotations
+
+import re
+
+from service.agent.offline import patterns as rx
+from service.agent.offline.field_common import Fields, negated
+from service.agent.offline.mentions import SEP, L, R
+
+_NVME = rx.compile(rf"{L}nvme{R}")
+_OFFLOAD_PARAMS = rx.compile(
+    rf"{L}offload(?:ing)?{SEP}(?:the{SEP})?(?:params|parameters|weights|model){R}|(?:参数|权重)\s*(?:卸载|offload)"
+)
+_OFFLOAD = rx.compile(
+    rf"{L}(?:cpu|nvme){SEP}offload(?:ing)?|{L}offload(?:ing)?|{L}zero{SEP}offload|{L}zero{SEP}infinity|卸载|offload"
+)
+# llama.cpp's layers: the engine, -ngl / n_gpu_layers, or "layers" next to the offload word
+_LAYER_ENGINE = rx.compile(
+    rf"{L}(?:llama[\.\-_ ]?cpp|llama-server|gguf|ollama|lm{SEP}studio|koboldcpp){R}|{L}-?ngl{R}|{L}n{SEP}gpu{SEP}layers{R}|{L}gpu{SEP}layers{R}"
+)
+_LAYERS_NEAR = rx.compile(r"layers?|层")
+# the offload word asked about, not stated: "do I need to offload", "should I offload", "要不要offload", "需要卸载吗"
+_ASKED_BEFORE = rx.compile(
+    rf"(?:{L}(?:do|would|will|must|should|can)\s+(?:i|we|you)\s+(?:need\s+(?:to\s+)?|have\s+to\s+|have\s+)?(?:use\s+|enable\s+|turn\s+on\s+)?"
+    r"|(?:need|needs|needed|required)\s+(?:to\s+)?(?:use\s+)?|is\s+(?:cpu\s+)?|要不要|需不需要|是否需要|是否要|用不用|要|需要|得)\s*(?:开启?|打开|用|使用|加|上)?\s*(?:cpu\s*|nvme\s*)?$"
+)
+_ASKED_AFTER = rx.compile(r"^[^,，。.;；]{0,24}?(?:\?|？|吗|么|不)")
+
+
+def _layer_offload(low: str, m: re.Match[str]) -> bool:
+    near = low[max(0, m.start() - 24) : m.end() + 24]
+    return bool(_LAYERS_NEAR.search(near)) or bool(_LAYER_ENGINE.search(low))
+
+
+def _asked(low: str, m: re.Match[str]) -> bool:
+    before = low[max(0, m.start() - 40) : m.start()]
+    return bool(_ASKED_BEFORE.search(before)) and bool(_ASKED_AFTER.search(low[m.end() :]))
+
+
+def offload_fields(low: str) -> Fields:
+    out: Fields = {}
+    target = "nvme" if _NVME.search(low) else "cpu"
+    stated = [m for m in _OFFLOAD.finditer(low) if not _layer_offload(low, m) and not _asked(low, m)]
+    params = _OFFLOAD_PARAMS.search(low)
+    if params and not _layer_offload(low, params) and not _asked(low, params):
+        out["offload_params"] = "none" if negated(low, params.start(), params.end()) else target
+    if stated:
+        off = all(negated(low, m.start(), m.end()) for m in stated)
+        out["offload_optimizer"] = "none" if off else target
+    return out
