@@ -409,7 +409,7 @@ EN_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('Will a 3090 handle llama-2-13b inference in 8bit?', {'task': 'inference', 'weight_dtype': 'int8', 'model': 'llama-2-13b', 'gpu': '3090', 'num_gpus': 1}, []),
     ('DeepSeek-V2-Lite inference bf16 on 1 A100 80G, 32 concurrent requests', {'task': 'inference', 'weight_dtype': 'bf16', 'batch_size': 32, 'model': 'deepseek-v2-lite', 'gpu': 'a100-80gb', 'num_gpus': 1}, []),
     ('SFT Qwen2.5-14B with ZeRO-2 offload, 4x 4090, bs 1, 2048 tokens', {'task': 'full_finetune', 'batch_size': 1, 'seq_len': 2048, 'zero_stage': 2, 'offload_optimizer': 'cpu', 'model': 'qwen2.5-14b', 'gpu': '4090', 'num_gpus': 4}, []),
-    ('ollama run deepseek-r1:32b on a 4090', {'engine': 'ollama', 'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['model', 'weight_dtype']),
+    ('ollama run deepseek-r1:32b on a 4090', {'engine': 'ollama', 'task': 'inference', 'model': 'deepseek-r1-distill-qwen-32b', 'gpu': '4090', 'num_gpus': 1, 'weight_dtype': 'q4_k_m'}, ['model', 'weight_dtype']),
     ('Why does Qwen3-30B-A3B not fit on a 4090?', {'model': 'qwen3-30b-a3b', 'gpu': '4090', 'num_gpus': 1}, []),
     ('Llama-3-8B full fine-tune, mixed precision with fp32 master weights, 8 A100', {'task': 'full_finetune', 'precision_recipe': 'mixed', 'model': 'llama-3-8b', 'gpu': 'a100', 'num_gpus': 8}, []),
 ]
@@ -424,7 +424,7 @@ ZH_REALISTIC: list[tuple[str, dict[str, Any], list[str]]] = [
     ('用LLaMA-Factory在单卡A800上全参微调Qwen2.5-7B，cutoff_len 4096, per_device_train_batch_size 2，开deepspeed zero3', {'task': 'full_finetune', 'batch_size': 2, 'seq_len': 4096, 'zero_stage': 3, 'model': 'qwen2.5-7b', 'gpu': 'a800', 'num_gpus': 1}, []),
     ('vllm部署Qwen2.5-32B-Instruct-AWQ 需要多大显存', {'engine': 'vllm', 'task': 'inference', 'quant_method': 'awq', 'weight_dtype': 'int4', 'model': 'qwen2.5-32b'}, []),
     ('Qwen2.5-72B-Instruct-GPTQ-Int4 用vllm部署在两张A100 40G上，max_model_len 8192', {'engine': 'vllm', 'task': 'inference', 'quant_method': 'gptq', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'qwen2.5-72b', 'gpu': 'a100-40gb', 'num_gpus': 2}, []),
-    ('DeepSeek-R1-Distill-Qwen-32B 单卡4090能跑吗', {'task': 'inference', 'model': 'qwen2.5-32b', 'gpu': '4090', 'num_gpus': 1}, ['model']),
+    ('DeepSeek-R1-Distill-Qwen-32B 单卡4090能跑吗', {'task': 'inference', 'model': 'deepseek-r1-distill-qwen-32b', 'gpu': '4090', 'num_gpus': 1}, ['model']),
     ('用 unsloth 在 colab 免费T4上微调 llama-3.1-8b，4bit', {'task': 'qlora', 'weight_dtype': 'nf4', 'model': 'llama-3.1-8b', 'gpu': 't4'}, ['task']),
     ('ChatGLM3-6B P-Tuning 单卡 3060 12G', {'model': 'chatglm3-6b', 'gpu': '3060-12gb', 'num_gpus': 1, 'task': 'lora'}, ['task']),
     ('两张3090 NVLink 跑 Llama-2-70B int4 推理，上下文8k', {'task': 'inference', 'weight_dtype': 'int4', 'seq_len': 8192, 'model': 'llama-2-70b', 'gpu': '3090', 'num_gpus': 2}, []),

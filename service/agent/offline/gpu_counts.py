@@ -32,6 +32,10 @@ _GRID = rx.compile(
 _PER_NODE = rx.compile(
     rf"{L}(?:each|per{R}\s*(?:node|machine|server|host)|apiece)|/\s*node|每(?:台|机|个?节点|个?服务器)"
 )
+_PER_NODE_COUNT = rx.compile(
+    rf"每(?:台|机|个?节点|个?服务器)\s*({ZH_NUMERAL}|\d+)\s*(?:张|块|卡)"
+    rf"|{L}(\d+)\s*(?:gpus?|cards?)\s*(?:each|apiece|per\s+(?:node|machine|server|host)){R}"
+)
 _TOTAL = rx.compile(
     rf"{L}(?:in\s+total|total(?:ly)?|altogether|across|spread\s+over|over\s+(?:\d+|{EN_COUNT_WORD})\s+(?:nodes|machines)){R}"
     r"|总共|一共|共计|合计|共\s*\d|分布在"
@@ -53,9 +57,15 @@ def over_nodes(low: str, count: int | None) -> tuple[int | None, FilledReason | 
             return nodes * per_node, _reason(nodes, nodes * per_node)
     m = _NODES.search(low)
     nodes = count_word(next(g for g in m.groups() if g)) if m else None
-    if not count or not nodes or nodes < 2:
+    stated = _PER_NODE_COUNT.search(low)
+    per_node = count_word(next(g for g in stated.groups() if g)) if stated else None
+    if not nodes or nodes < 2 or not (count or per_node):
         return count, None
-    if _PER_NODE.search(low):
+    if per_node:
+        total = nodes * per_node
+    elif count is None:
+        return None, None
+    elif _PER_NODE.search(low):
         total = nodes * count
     elif _TOTAL.search(low) or count > MAX_GPUS_PER_NODE:
         total = count

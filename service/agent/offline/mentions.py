@@ -70,11 +70,11 @@ def _deepseek(m: re.Match[str]) -> str:
 
 
 def _distill(m: re.Match[str]) -> str:
-    """DeepSeek-R1-Distill-* models are fine-tuned Qwen2.5 / Llama-3 models with their base's architecture."""
+    """DeepSeek-R1-Distill-{Qwen,Llama}-<size>: the catalog's distill ids (DeepSeek-R1 model card, "Distilled Models")."""
     family, size = m.group(1), m.group(2)
-    if family == "qwen":
-        return f"qwen2.5-{size}b"
-    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"llama-3.1-{size}b")
+    if not family:  # "deepseek-r1 蒸馏 32b": the size names the base (8B and 70B are the Llama ones)
+        family = "llama" if size in ("8", "70") else "qwen"
+    return f"deepseek-r1-distill-{family}-{size}b"
 
 
 # R1-Distill models keep their base model's architecture (DeepSeek-R1 model card)
@@ -88,7 +88,8 @@ def _phi(m: re.Match[str]) -> str:
 
 def _ollama_distill(m: re.Match[str]) -> str:
     size = m.group(1)
-    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"qwen2.5-{size}b")
+    family = "llama" if size in ("8", "70") else "qwen"
+    return f"deepseek-r1-distill-{family}-{size}b"
 
 
 _BLOOM_SIZES = {
@@ -133,13 +134,17 @@ MODEL_RULES: tuple[ModelRule, ...] = (
     ),
     _rule(rf"{L}llama{SEP}(\d(?:\.\d)?){R}", lambda m: {"3.3": "llama-3.3-70b"}.get(m.group(1), "")),
     _rule(
-        rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?)?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
+        rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?(?!\d))?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
         _qwen,
     ),
     # Qwen1.5-MoE-A2.7B names only its active size (14.3B total; Qwen1.5-MoE model card)
     _rule(rf"{L}qwen{SEP}1\.5{SEP}moe(?:{SEP}a2\.7\s*b)?{R}", lambda m: "qwen1.5-moe-a2.7b"),
     _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
-    _rule(rf"{L}deepseek{SEP}r1{SEP}distill{SEP}(qwen|llama){SEP}(\d+(?:\.\d+)?)\s*b{R}", _distill),
+    # "DeepSeek-R1-Distill-Qwen-32B", "R1-distill-qwen-32b", "deepseek r1 蒸馏 qwen 7b", "R1蒸馏版32B"
+    _rule(
+        rf"(?:{L}deepseek{SEP})?(?<![a-z0-9.])r1{SEP}(?:distill(?:ed)?|蒸馏版?){SEP}(?:(qwen|llama){SEP})?(1\.5|7|8|14|32|70)\s*b{R}",
+        _distill,
+    ),
     # ollama's deepseek-r1:<size> tags below 671B are the distills (ollama library page for deepseek-r1)
     _rule(rf"{L}deepseek{SEP}r1{SEP}(1\.5|7|8|14|32|70)\s*b{R}", _ollama_distill),
     _rule(rf"{L}deepseek{SEP}(v2{SEP}lite|v2\.5|v2|v3(?:\.1)?|r1){R}", _deepseek),
@@ -178,6 +183,14 @@ _REPO_ID = rx.compile(
 _OLLAMA_TAG = rx.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
 
 
+def _catalog_id(name: str) -> str:
+    """The catalog entry a name resolves to (the distills share their base's entry, DeepSeek-R1 model card)."""
+    from tools.catalog.models import lookup_model
+
+    spec = lookup_model(name)
+    return spec.id if spec is not None else name
+
+
 def find_model(low: str) -> Mention | None:
     """The first model family mention, else a model-shaped unknown name."""
     low = _OLLAMA_TAG.sub("-", low)  # same length: spans stay valid in the caller's text
@@ -187,14 +200,18 @@ def find_model(low: str) -> Mention | None:
             name = rule.name(m)
             if name and (best is None or m.start() < best.start):
                 distill = rule.name in (_distill, _ollama_distill)
-                reason = FilledReason(code=DISTILL_REASON, values={"model": name}) if distill else None
+                reason = (
+                    FilledReason(code=DISTILL_REASON, values={"model": _catalog_id(name)})
+                    if distill
+                    else None
+                )
                 best = Mention(name, m.start(), m.end(), reason)
                 break
+    repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
+    if repo and (best is None or repo.start() <= best.start < repo.end()):
+        return Mention(repo.group(1), repo.start(), repo.end())  # the whole id, not the family inside it
     if best is not None:
         return best
-    repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
-    if repo:
-        return Mention(repo.group(1), repo.start(), repo.end())
     m = _GENERIC_MODEL.search(low)
     if m and not rx.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
         return Mention(m.group(1), m.start(), m.end())

@@ -29,10 +29,14 @@ _LAYER_ENGINE = rx.compile(
 _LAYERS_NEAR = rx.compile(r"layers?|层")
 # the offload word asked about, not stated: "do I need to offload", "should I offload", "要不要offload", "需要卸载吗"
 _ASKED_BEFORE = rx.compile(
-    rf"(?:{L}(?:do|would|will|must|should|can)\s+(?:i|we|you)\s+(?:need\s+(?:to\s+)?|have\s+to\s+|have\s+)?(?:use\s+|enable\s+|turn\s+on\s+)?"
-    r"|(?:need|needs|needed|required)\s+(?:to\s+)?(?:use\s+)?|is\s+(?:cpu\s+)?|要不要|需不需要|是否需要|是否要|用不用|要|需要|得)\s*(?:开启?|打开|用|使用|加|上)?\s*(?:cpu\s*|nvme\s*)?$"
+    rf"(?:{L}(?:do|would|will|must|should|can)\s+(?:i|we|you)\s+(?:really\s+)?(?:need\s+(?:to\s+)?|have\s+to\s+)?"
+    r"|要不要|需不需要|是否需要|是否要|用不用|得不得)\s*(?:use\s+|enable\s+|turn\s+on\s+|开启?|打开|用|使用|加|上)?\s*(?:cpu\s*|nvme\s*)?$"
 )
-_ASKED_AFTER = rx.compile(r"^[^,，。.;；]{0,24}?(?:\?|？|吗|么|不)")
+# "需要 offload 吗", "is offload needed?", "need to offload?": a question only when the clause ends as one
+_MAYBE_ASKED_BEFORE = rx.compile(
+    rf"(?:{L}(?:need|needs|is|are)\s+(?:to\s+)?|要|需要|得)\s*(?:use\s+|开启?|用|使用|加|上)?\s*(?:cpu\s*|nvme\s*)?$"
+)
+_ASKED_AFTER = rx.compile(r"^[^,，。;；!！]{0,60}?(?:\?|？|吗|么)")
 
 
 def _layer_offload(low: str, m: re.Match[str]) -> bool:
@@ -42,7 +46,9 @@ def _layer_offload(low: str, m: re.Match[str]) -> bool:
 
 def _asked(low: str, m: re.Match[str]) -> bool:
     before = low[max(0, m.start() - 40) : m.start()]
-    return bool(_ASKED_BEFORE.search(before)) and bool(_ASKED_AFTER.search(low[m.end() :]))
+    if _ASKED_BEFORE.search(before):
+        return True
+    return bool(_MAYBE_ASKED_BEFORE.search(before)) and bool(_ASKED_AFTER.search(low[m.end() :]))
 
 
 def offload_fields(low: str) -> Fields:

@@ -36,6 +36,7 @@ from service.agent.offline.mentions import (
     find_gpu,
     find_model,
 )
+from service.agent.offline.model_names import settle_model
 from service.agent.offline.rl_fields import apply_rl_lengths, rl_lengths
 
 _NO_EFFECT_KEYS = frozenset(
@@ -95,6 +96,7 @@ _FOLLOWUP = rx.compile(
 )
 
 
+_EXPLAIN = rx.compile(rf"{L}(?:why|explain|what\s+is|what\s+are){R}|为什么|为何|解释|原理|什么是|是什么")
 _ACTIVE_SIZE = rx.compile(rf"{L}a\d+(?:\.\d+)?b{R}")  # "A3B": the active size of an MoE, not its size
 _COLAB = rx.compile(rf"{L}colab{R}")
 
@@ -110,6 +112,8 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         filled["seq_len"] = rl_default
 
     model = find_model(low)
+    if model:
+        model = settle_model(model, question)  # catalog id, Hub repo id, or the size of an unknown name
     skip = [(model.start, model.end)] if model else []
     skip += [(m.start(), m.end()) for m in _ACTIVE_SIZE.finditer(low)]
     size = None if model else find_bare_size(low, skip)
@@ -192,6 +196,11 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
     topic = match_topic(low)
     has_subject = "model" in fields
     intent = _intent(low, topic, has_subject, fields)
+    asks = asked_figure(low)
+    if intent in ("concept", "unknown") and asks and not _EXPLAIN.search(low):
+        # "what's the max context then?", "那最长上下文能到多少？": a figure of the conversation's job (the
+        # previous scenario, kept by the follow-up merge); with no previous job the agent answers the concept
+        intent = "estimate"
     if intent == "concept":
         fields = {}
     return ParsedQuestion(
@@ -203,7 +212,7 @@ def parse_question(question: str, language: Language | None = None) -> ParsedQue
         model_mention=fields.get("model"),
         followup=bool(_FOLLOWUP.search(low)),
         filled=filled if intent == "estimate" else {},
-        asks=asked_figure(low) if intent == "estimate" else None,
+        asks=asks if intent == "estimate" else None,
     )
 
 

@@ -27,17 +27,18 @@ from tools.scenario import RL_TASKS
 TRL_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
 TRL_COMPLETION_LEN = 256  # trl/trainer/grpo_config.py max_completion_length default
 
+_ZH_IS = r"(?:为|=|是|:|设为|设成|改成|改为|换成|调到|到)?"
 _PROMPT = rx.compile(
     rf"{L}(?:data\.)?(?:max{SEP}prompt{SEP}len(?:gth)?|prompt{SEP}max{SEP}len(?:gth)?|max{SEP}input{SEP}len(?:gth)?"
     rf"|prompts?{SEP}len(?:gth)?|prompts?{SEP}(?:of|up{SEP}to)){IS}{K}(?![0-9a-z])"
     rf"|{L}{K}{SEP}tokens?{SEP}prompts?{R}"
-    rf"|(?:prompt|提示词?|问题)\s*(?:的)?\s*(?:最大)?长度\s*(?:为|=|是|:|设为)?\s*{K}(?![0-9a-z])"
+    rf"|(?:prompt|提示词?|问题)\s*(?:的)?\s*(?:最大)?长度\s*{_ZH_IS}\s*{K}(?![0-9a-z])"
 )
 _COMPLETION = rx.compile(
     rf"{L}(?:data\.)?(?:max{SEP}(?:completion|response){SEP}len(?:gth)?|generate{SEP}max{SEP}len(?:gth)?"
     rf"|(?:completion|response)s?{SEP}len(?:gth)?|(?:completion|response)s?{SEP}(?:of|up{SEP}to)){IS}{K}(?![0-9a-z])"
     rf"|{L}{K}{SEP}tokens?{SEP}(?:completions?|responses?){R}"
-    rf"|(?:回复|回答|response|completion|输出|生成)\s*(?:的)?\s*(?:最大)?长度\s*(?:为|=|是|:|设为)?\s*{K}(?![0-9a-z])"
+    rf"|(?:回复|回答|response|completion|输出|生成)\s*(?:的)?\s*(?:最大)?长度\s*{_ZH_IS}\s*{K}(?![0-9a-z])"
 )
 _GENERATIONS = rx.compile(
     rf"{L}(?:actor_rollout_ref\.)?rollout\.n{IS}(\d+){R}|{L}n{SEP}samples{SEP}per{SEP}prompt{IS}(\d+){R}"

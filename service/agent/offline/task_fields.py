@@ -24,9 +24,10 @@ RL_LORA_DEFAULT_RANK = 8  # PEFT LoraConfig default r=8
 
 # RL methods first: "DPO with LoRA" is DPO (with adapters), not plain LoRA fine-tuning.
 _TASK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ppo", rx.compile(rf"{L}(?:ppo|rlhf){R}")),
-    ("grpo", rx.compile(rf"{L}grpo{R}")),
-    ("dpo", rx.compile(rf"{L}dpo{R}")),
+    # TRL's trainer and config classes name the method too: GRPOTrainer, PPOConfig, DPOTrainer
+    ("ppo", rx.compile(rf"{L}(?:ppo|rlhf)(?:trainer|config)?{R}")),
+    ("grpo", rx.compile(rf"{L}grpo(?:trainer|config)?{R}")),
+    ("dpo", rx.compile(rf"{L}dpo(?:trainer|config)?{R}")),
     ("qlora", QLORA_MENTION),
     ("lora", LORA_MENTION),
     (
