@@ -13,13 +13,18 @@ from service.agent.offline import (
     architecture_fields,
     asks,
     field_common,
+    gpu_counts,
     lora_fields,
     mentions,
+    model_names,
     numbers,
+    offload_fields,
     parallel_fields,
+    parse_rules,
     parser,
     patterns,
     precision_fields,
+    rl_fields,
     shape_fields,
     task_fields,
     training_fields,
@@ -73,7 +78,15 @@ def _prefiltered() -> list[patterns.Prefiltered]:
             found.append(value.pattern)  # type: ignore[attr-defined]
 
     modules = (asks, mentions, numbers, parser, field_common, task_fields, precision_fields, lora_fields)
-    modules += (shape_fields, parallel_fields, training_fields, architecture_fields)
+    modules += (
+        shape_fields,
+        parallel_fields,
+        training_fields,
+        architecture_fields,
+        offload_fields,
+        rl_fields,
+    )
+    modules += (gpu_counts, model_names, parse_rules)
     for module in modules:
         for value in vars(module).values():
             walk(value)
