@@ -262,9 +262,9 @@ FILLED_REASONS = [
     ),
     (
         "deepseek-r1-distill-qwen-7b 4090 推理",
-        "- 模型 = deepseek-r1-distill-qwen-7b：DeepSeek-R1-Distill 系列是在 Qwen2.5 / Llama-3 上微调的模型，结构与底座相同"
+        "- 模型 = deepseek-r1-distill-qwen-7b：DeepSeek-R1 的蒸馏模型是在 Qwen / Llama 上微调的模型，结构与底座相同"
         "（DeepSeek-R1 模型卡）：按目录条目 qwen2.5-7b 计算",
-        "- model = deepseek-r1-distill-qwen-7b: DeepSeek-R1-Distill models are fine-tuned Qwen2.5 / Llama-3 models "
+        "- model = deepseek-r1-distill-qwen-7b: DeepSeek-R1's distilled models are fine-tuned Qwen / Llama models "
         "with their base's shapes (DeepSeek-R1 model card): estimated with the catalog entry qwen2.5-7b",
     ),
     # the catalog's own assumptions (GPU alias, bare size): a code and values like every other

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from service.agent.offline import patterns as rx
+from service.agent.offline.mentions import SEP, L, R
 
 Fields = dict[str, Any]
 Extractor = Callable[[str], Fields]
@@ -39,3 +40,8 @@ def live(pattern: re.Pattern[str], low: str) -> re.Match[str] | None:
 
 def negated_any(pattern: re.Pattern[str], low: str) -> bool:
     return any(negated(low, m.start(), m.end()) for m in pattern.finditer(low))
+
+
+# a quantisation group only where quantisation is named: GRPO's "group size 16" is its
+# generations per prompt, GPTQ's "group size 128" is not
+QUANT_CONTEXT = rx.compile(rf"{L}(?:gptq|awq|int4|w4a16|q_group_size|quant\w*|4{SEP}bits?){R}|量化")

@@ -5,6 +5,7 @@ count is per node or the job's total:
 - per node when the question says so ("each", "per node", "每台", "每机"), or in the grid forms "2x8 H100" and
   "two 8-GPU nodes";
 - the total when it says so ("in total", "across 2 nodes", "共", "总共");
+- a DGX/HGX system is a node of 8 GPUs ("2 DGX H100" = 16);
 - otherwise by the count: 8 or fewer is a node's cards (servers hold 1-8 GPUs: DGX/HGX 8, "单机8卡"), so
   "两台8卡" is 16; more than 8 is already the job's total ("2机16卡", "4机32卡").
 """
@@ -16,6 +17,7 @@ from service.agent.offline.mentions import FilledReason, L, R
 from service.agent.offline.numbers import EN_COUNT_WORD, ZH_NUMERAL, count_word
 
 MAX_GPUS_PER_NODE = 8  # HGX/DGX servers: 8 GPUs per node
+DGX_GPUS = 8  # NVIDIA DGX/HGX A100, H100, H200, B200 systems: 8 GPUs each (NVIDIA DGX datasheets)
 
 _NODES = rx.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:台(?!\s*(?:nvidia\s*|rtx\s*)?(?:[abhltvp]\d|\d{{4}}))|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?|servers?|hosts?){R}"
@@ -28,6 +30,10 @@ _NODES_OF = rx.compile(
 _GRID = rx.compile(
     rf"{L}(\d{{1,2}})\s*[x×*]\s*(1|2|4|8|16)\s*(?:[x×*]\s*)?"
     r"(?=(?:nvidia\s*|rtx\s*|tesla\s*)?(?:[abhltvp]\d|mi\d|\d{4}|910|gpus?(?![a-z])|cards?(?![a-z])|卡))"
+)
+# "2 DGX H100", "a DGX A100", "两台 DGX": nodes of 8 GPUs
+_DGX = rx.compile(
+    rf"(?:{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?|({ZH_NUMERAL}|\d+)\s*台\s*)?(?:nvidia\s*)?{L}[dh]gx{R}"
 )
 _PER_NODE = rx.compile(
     rf"{L}(?:each|per{R}\s*(?:node|machine|server|host)|apiece)|/\s*node|每(?:台|机|个?节点|个?服务器)"
@@ -50,6 +56,10 @@ def _reason(nodes: int, total: int) -> FilledReason:
 
 def over_nodes(low: str, count: int | None) -> tuple[int | None, FilledReason | None]:
     """The job's GPU count, given the count `find_gpu` read next to the card; a reason when nodes were read."""
+    dgx = _DGX.search(low)
+    if dgx and count is None:
+        nodes = count_word(next((g for g in dgx.groups() if g), "1")) or 1
+        return nodes * DGX_GPUS, _reason(nodes, nodes * DGX_GPUS) if nodes > 1 else None
     grid = _GRID.search(low) or _NODES_OF.search(low)
     if grid:
         nodes, per_node = count_word(grid.group(1)), count_word(grid.group(2))

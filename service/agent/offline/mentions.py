@@ -71,7 +71,9 @@ def _deepseek(m: re.Match[str]) -> str:
 
 def _distill(m: re.Match[str]) -> str:
     """DeepSeek-R1-Distill-{Qwen,Llama}-<size>: the catalog's distill ids (DeepSeek-R1 model card, "Distilled Models")."""
-    family, size = m.group(1), m.group(2)
+    family, size = m.group(1) or m.group(2), m.group(3)
+    if family == "qwen3":  # DeepSeek-R1-0528-Qwen3-8B (DeepSeek-R1-0528 model card)
+        return f"qwen3-{size}b"
     if not family:  # "deepseek-r1 蒸馏 32b": the size names the base (8B and 70B are the Llama ones)
         family = "llama" if size in ("8", "70") else "qwen"
     return f"deepseek-r1-distill-{family}-{size}b"
@@ -142,7 +144,8 @@ MODEL_RULES: tuple[ModelRule, ...] = (
     _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
     # "DeepSeek-R1-Distill-Qwen-32B", "R1-distill-qwen-32b", "deepseek r1 蒸馏 qwen 7b", "R1蒸馏版32B"
     _rule(
-        rf"(?:{L}deepseek{SEP})?(?<![a-z0-9.])r1{SEP}(?:distill(?:ed)?|蒸馏版?){SEP}(?:(qwen|llama){SEP})?(1\.5|7|8|14|32|70)\s*b{R}",
+        rf"(?:{L}deepseek{SEP})?(?<![a-z0-9.])r1{SEP}(?:(?:distill(?:ed)?|蒸馏版?){SEP}(?:(qwen|llama){SEP})?|0528{SEP}(qwen3){SEP})"
+        rf"(1\.5|7|8|14|32|70)\s*b{R}",
         _distill,
     ),
     # ollama's deepseek-r1:<size> tags below 671B are the distills (ollama library page for deepseek-r1)

@@ -58,7 +58,7 @@ def _original_case(repo: str, question: str) -> str:
     return found.group(0) if found else repo
 
 
-def settle_model(mention: Mention, question: str) -> Mention:
+def settle_model(mention: Mention, question: str, low: str = "") -> Mention:
     """The name the estimator gets for `mention` (see the module docstring)."""
     from tools.catalog.models import lookup_model
 
@@ -70,10 +70,11 @@ def settle_model(mention: Mention, question: str) -> Mention:
         return Mention(_original_case(name, question), mention.start, mention.end, mention.reason)
     if spec is not None or mention.reason is not None:
         return mention
-    return _base_of_variant(mention, question) or _size_of_unknown(mention, question) or mention
+    typed = _original_case(low[mention.start : mention.end] or name, question) if low else name
+    return _base_of_variant(mention, typed) or _size_of_unknown(mention, typed) or mention
 
 
-def _base_of_variant(mention: Mention, question: str) -> Mention | None:
+def _base_of_variant(mention: Mention, typed: str) -> Mention | None:
     """'qwen2.5-math-7b' -> the catalog's qwen2.5-7b: a variant word dropped from a name the catalog lacks."""
     from tools.catalog.models import lookup_model
 
@@ -81,13 +82,11 @@ def _base_of_variant(mention: Mention, question: str) -> Mention | None:
     spec = lookup_model(base) if base != mention.value else None
     if spec is None:
         return None
-    reason = FilledReason(
-        code="model_variant", values={"name": _original_case(mention.value, question), "model": spec.id}
-    )
+    reason = FilledReason(code="model_variant", values={"name": typed, "model": spec.id})
     return Mention(spec.id, mention.start, mention.end, reason)
 
 
-def _size_of_unknown(mention: Mention, question: str) -> Mention | None:
+def _size_of_unknown(mention: Mention, typed: str) -> Mention | None:
     name = mention.value
     m = _SIZE_TAIL.match(name)
     stem = _stem(name)
@@ -98,10 +97,8 @@ def _size_of_unknown(mention: Mention, question: str) -> Mention | None:
         return None
     stems, families = _catalog_stems()
     family = _FAMILY.match(stem)
-    if stem not in stems and family and family.group(0) in families:
-        return None  # "llama-5-9000b", "qwen9-7b": a known family, an unknown version -> near names
+    if stem not in stems and family and family.group(0) in families and rx.fullmatch(r"[a-z]+[\d.]+", stem):
+        return None  # "llama-5-9000b", "qwen9-7b": a known family, a version it never had -> near names
     size = size_label(params)
-    reason = FilledReason(
-        code="model_size_only", values={"name": _original_case(name, question), "size": size}
-    )
+    reason = FilledReason(code="model_size_only", values={"name": typed, "size": size})
     return Mention(size, mention.start, mention.end, reason)

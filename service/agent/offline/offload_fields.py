@@ -36,6 +36,10 @@ _ASKED_BEFORE = rx.compile(
 _MAYBE_ASKED_BEFORE = rx.compile(
     rf"(?:{L}(?:need|needs|is|are)\s+(?:to\s+)?|要|需要|得)\s*(?:use\s+|开启?|用|使用|加|上)?\s*(?:cpu\s*|nvme\s*)?$"
 )
+# "offload 有必要吗", "offloading worth it?": the offload word, then the question about it
+_ASKED_RIGHT_AFTER = rx.compile(
+    r"^\s*(?:is\s+|really\s+)?(?:necessary|needed|required|worth\s+it|有必要|必要|需要|要)[^,，。;；]{0,12}?(?:\?|？|吗|么|不)"
+)
 _ASKED_AFTER = rx.compile(r"^[^,，。;；!！]{0,60}?(?:\?|？|吗|么)")
 
 
@@ -46,7 +50,7 @@ def _layer_offload(low: str, m: re.Match[str]) -> bool:
 
 def _asked(low: str, m: re.Match[str]) -> bool:
     before = low[max(0, m.start() - 40) : m.start()]
-    if _ASKED_BEFORE.search(before):
+    if _ASKED_BEFORE.search(before) or _ASKED_RIGHT_AFTER.search(low[m.end() :]):
         return True
     return bool(_MAYBE_ASKED_BEFORE.search(before)) and bool(_ASKED_AFTER.search(low[m.end() :]))
 

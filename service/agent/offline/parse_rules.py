@@ -67,7 +67,9 @@ def subject(r: Reading) -> None:
     low, fields = r.low, r.fields
     model = find_model(low)
     if model:
-        model = settle_model(model, r.question)  # catalog id, Hub repo id, or the size of an unknown name
+        model = settle_model(
+            model, r.question, low
+        )  # catalog id, Hub repo id, or the size of an unknown name
     skip = [(model.start, model.end)] if model else []
     skip += [(m.start(), m.end()) for m in _ACTIVE_SIZE.finditer(low)]
     size = None if model else find_bare_size(low, skip)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from service.agent.offline import patterns as rx
-from service.agent.offline.field_common import IS, Fields
+from service.agent.offline.field_common import IS, QUANT_CONTEXT, Fields
 from service.agent.offline.mentions import SEP, L, R
 from tools.rules.gguf import GGUF_DTYPES, exl2_bits, gguf_file_type
 
@@ -119,7 +119,7 @@ def dtype_fields(low: str) -> Fields:
         out["weight_dtype"] = "int4"
     if _DOUBLE_QUANT.search(low):
         out["double_quant"] = True
-    g = _GROUP_SIZE.search(low)
+    g = _GROUP_SIZE.search(low) if QUANT_CONTEXT.search(low) else None
     if g:
         out["quant_group_size"] = int(g.group(1))
     recipe = next((name for name, pattern in _RECIPE_RULES if pattern.search(low)), None)

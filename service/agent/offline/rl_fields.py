@@ -28,25 +28,29 @@ TRL_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
 TRL_COMPLETION_LEN = 256  # trl/trainer/grpo_config.py max_completion_length default
 
 _ZH_IS = r"(?:为|=|是|:|设为|设成|改成|改为|换成|调到|到)?"
+# hydra-style keys keep their path: data.max_prompt_length, actor_rollout_ref.rollout.response_length
+_PATH = r"(?:[a-z_]+\.)*"
 _PROMPT = rx.compile(
-    rf"{L}(?:data\.)?(?:max{SEP}prompt{SEP}len(?:gth)?|prompt{SEP}max{SEP}len(?:gth)?|max{SEP}input{SEP}len(?:gth)?"
+    rf"{L}{_PATH}(?:max{SEP}prompt{SEP}len(?:gth)?|prompt{SEP}max{SEP}len(?:gth)?|max{SEP}input{SEP}len(?:gth)?"
     rf"|prompts?{SEP}len(?:gth)?|prompts?{SEP}(?:of|up{SEP}to)){IS}{K}(?![0-9a-z])"
-    rf"|{L}{K}{SEP}tokens?{SEP}prompts?{R}"
+    rf"|{L}{K}{SEP}tokens?{SEP}prompts?{R}|{L}prompts?\s*(?:[:=]\s*)?{K}(?:\s*tokens?)?(?![0-9a-z])"
     rf"|(?:prompt|提示词?|问题)\s*(?:的)?\s*(?:最大)?长度\s*{_ZH_IS}\s*{K}(?![0-9a-z])"
 )
 _COMPLETION = rx.compile(
-    rf"{L}(?:data\.)?(?:max{SEP}(?:completion|response){SEP}len(?:gth)?|generate{SEP}max{SEP}len(?:gth)?"
+    rf"{L}{_PATH}(?:max{SEP}(?:completion|response){SEP}len(?:gth)?|generate{SEP}max{SEP}len(?:gth)?"
     rf"|(?:completion|response)s?{SEP}len(?:gth)?|(?:completion|response)s?{SEP}(?:of|up{SEP}to)){IS}{K}(?![0-9a-z])"
-    rf"|{L}{K}{SEP}tokens?{SEP}(?:completions?|responses?){R}"
+    rf"|{L}{K}{SEP}tokens?{SEP}(?:completions?|responses?){R}|{L}(?:completion|response)\s*(?:[:=]\s*)?{K}(?:\s*tokens?)?(?![0-9a-z])"
     rf"|(?:回复|回答|response|completion|输出|生成)\s*(?:的)?\s*(?:最大)?长度\s*{_ZH_IS}\s*{K}(?![0-9a-z])"
+    rf"|(?:回复|回答|输出|生成)\s*(?:最多|最长|上限|不超过)\s*{K}\s*(?:个\s*)?(?:token|tokens)?(?![0-9a-z])"
 )
 _GENERATIONS = rx.compile(
-    rf"{L}(?:actor_rollout_ref\.)?rollout\.n{IS}(\d+){R}|{L}n{SEP}samples{SEP}per{SEP}prompt{IS}(\d+){R}"
+    rf"{L}{_PATH}rollout\.n{IS}(\d+){R}|{L}n{SEP}samples{SEP}per{SEP}prompt{IS}(\d+){R}"
     rf"|{L}num{SEP}return{SEP}sequences{IS}(\d+){R}"
 )
 _MICRO_BATCH = rx.compile(
-    rf"{L}(?:ppo{SEP})?micro{SEP}(?:train{SEP})?batch{SEP}size(?:{SEP}per{SEP}gpu)?{IS}(\d+){R}"
+    rf"{L}{_PATH}(?:ppo{SEP})?micro{SEP}(?:train{SEP})?batch{SEP}size(?:{SEP}per{SEP}gpu)?{IS}(\d+){R}"
 )
+MIN_LENGTH = 32  # tokens: a prompt or completion shorter than this is a count ("4 completions"), not a length
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,9 @@ def rl_lengths(low: str) -> tuple[RlLengths, str]:
         m = pattern.search(rest)
         if m:
             value = read(next(g for g in m.groups() if g))
-            if value:
+            if value and (key not in ("prompt", "completion") or value >= MIN_LENGTH):
                 found[key] = value
-            rest = _blank(rest, m)
+                rest = _blank(rest, m)
     return RlLengths(**found), rest
 
 

@@ -4,7 +4,7 @@ prompt, vLLM memory share, images, the serving engine."""
 from __future__ import annotations
 
 from service.agent.offline import patterns as rx
-from service.agent.offline.field_common import IS, Fields, K
+from service.agent.offline.field_common import IS, QUANT_CONTEXT, Fields, K
 from service.agent.offline.mentions import SEP, L, R
 from service.agent.offline.numbers import token_count
 
@@ -86,6 +86,8 @@ def shape_fields(low: str) -> Fields:
             if value and value >= 512:
                 out["seq_len"] = value
     g = _GENERATIONS.search(low)
+    if g and "group" in g.group(0) and QUANT_CONTEXT.search(low):
+        g = None  # GPTQ/AWQ "group size 128": the quantisation group, not GRPO's
     if g:
         out["num_generations"] = int(next(x for x in g.groups() if x))
     u = _GPU_UTILIZATION.search(low)
