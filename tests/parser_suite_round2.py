@@ -280,6 +280,10 @@ _MORE: list[Case] = [
      {"task": "full_finetune", "model": "qwen2.5-72b", "gpu": "a100", "num_gpus": 16, "zero_stage": 3}, None, _NODES),
     ("Mistral-Large-123B 推理，4 张 H100 放得下吗",
      {"task": "inference", "model": "123B", "gpu": "h100", "num_gpus": 4}, None, _SIZE_ONLY),
+    ("GRPO Qwen2.5-7B, 8 generations each prompt, 2 nodes, 16 H100 in total",
+     {"task": "grpo", "num_generations": 8, "model": "qwen2.5-7b", "gpu": "h100", "num_gpus": 16}, None, _NODES),
+    ("GRPO Qwen2.5-7B，每个 prompt 8 条回答，两机共 16 张 H100",
+     {"task": "grpo", "num_generations": 8, "model": "qwen2.5-7b", "gpu": "h100", "num_gpus": 16}, None, _NODES),
 ]  # fmt: skip
 
 CASES: list[Case] = [*_RANK, *_RL, *_COUNTS, *_OFFLOAD, *_MODELS, *_ATTENTION, *_MORE]

@@ -35,8 +35,10 @@ _GRID = rx.compile(
 _DGX = rx.compile(
     rf"(?:{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?|({ZH_NUMERAL}|\d+)\s*台\s*)?(?:nvidia\s*)?{L}[dh]gx{R}"
 )
+# "each" only next to the cards or the nodes ("8 A100s each", "each node has", "each with"): "8 samples each" is not
 _PER_NODE = rx.compile(
-    rf"{L}(?:each|per{R}\s*(?:node|machine|server|host)|apiece)|/\s*node|每(?:台|机|个?节点|个?服务器)"
+    rf"(?:gpus?|cards?|\d{{2,4}}s?|[a-z]\d{{2,3}}s?|gb)\s*(?:each|apiece){R}|{L}each\s+(?:node|machine|server|host|with){R}"
+    rf"|{L}per\s*(?:node|machine|server|host){R}|/\s*node|每(?:台|机|个?节点|个?服务器)"
 )
 _PER_NODE_COUNT = rx.compile(
     rf"每(?:台|机|个?节点|个?服务器)\s*({ZH_NUMERAL}|\d+)\s*(?:张|块|卡)"
