@@ -284,6 +284,15 @@ _MORE: list[Case] = [
      {"task": "grpo", "num_generations": 8, "model": "qwen2.5-7b", "gpu": "h100", "num_gpus": 16}, None, _NODES),
     ("GRPO Qwen2.5-7B，每个 prompt 8 条回答，两机共 16 张 H100",
      {"task": "grpo", "num_generations": 8, "model": "qwen2.5-7b", "gpu": "h100", "num_gpus": 16}, None, _NODES),
+    ("offload 20 layers to CPU, Llama-3-70B q4_k_m in llama.cpp on a 4090",
+     {"weight_dtype": "q4_k_m", "engine": "llama.cpp", "model": "llama-3-70b", "gpu": "4090", "num_gpus": 1}, None, {}),
+    ("llama.cpp 跑 Qwen2.5-72B q4_k_m，单卡 4090，40 层放在 GPU 上，其余卸载到内存",
+     {"task": "inference", "weight_dtype": "q4_k_m", "engine": "llama.cpp", "model": "qwen2.5-72b", "gpu": "4090", "num_gpus": 1}, None, {}),
+    ("全参微调 Llama-2-70B，80 层，8卡A100，ZeRO-3 offload",
+     {"task": "full_finetune", "model": "llama-2-70b", "gpu": "a100", "num_gpus": 8, "zero_stage": 3, "offload_optimizer": "cpu",
+      "architecture": {"num_hidden_layers": 80}}, None, {"architecture": "architecture_from_shapes"}),
+    ("a DGX Spark running Qwen2.5-7B inference",
+     {"task": "inference", "model": "qwen2.5-7b"}, None, {}),
 ]  # fmt: skip
 
 CASES: list[Case] = [*_RANK, *_RL, *_COUNTS, *_OFFLOAD, *_MODELS, *_ATTENTION, *_MORE]

@@ -10,6 +10,9 @@ from service.agent.offline.mentions import SEP, L, R
 
 # --- stated shapes: "hidden 4096, 32 layers, 32 heads" build the architecture -------------------------------
 
+# llama.cpp's "-ngl 20" / "20 layers on the GPU" / "offload 20 layers to CPU" place layers; they are not the depth
+_NOT_PLACED = r"(?!\s+(?:on|to|onto|in)\s+(?:the\s+)?(?:cpu|gpu|ram|vram|system\s+memory))"
+
 _SHAPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "hidden_size",
@@ -21,8 +24,9 @@ _SHAPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "num_hidden_layers",
         rx.compile(
-            rf"(?<!last )(?<!top )(?<!first )(?<!final ){L}(\d{{1,3}}){SEP}(?:transformer{SEP}|decoder{SEP}|hidden{SEP})?(?:layers|blocks){R}|{L}(?:num{SEP}(?:hidden{SEP})?layers|n{SEP}layers?|layers){IS}(\d{{1,3}}){R}"
-            rf"|(?<![后前])(?<![后前]\s)(\d{{1,3}})\s*层|层数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
+            rf"(?<!last )(?<!top )(?<!first )(?<!final )(?<!offload )(?<!offloading ){L}(\d{{1,3}}){SEP}(?:transformer{SEP}|decoder{SEP}|hidden{SEP})?(?:layers|blocks){R}{_NOT_PLACED}"
+            rf"|{L}(?:num{SEP}(?:hidden{SEP})?layers|n{SEP}layers?|layers){IS}(\d{{1,3}}){R}"
+            rf"|(?<![后前])(?<![后前]\s)(\d{{1,3}})\s*层(?!\s*(?:放|留|卸载|offload|在\s*(?:cpu|gpu|内存|显存)))|层数\s*(?:为|=|是|:)?\s*(\d{{1,3}})"
         ),
     ),
     (

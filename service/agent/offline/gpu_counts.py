@@ -31,9 +31,9 @@ _GRID = rx.compile(
     rf"{L}(\d{{1,2}})\s*[x×*]\s*(1|2|4|8|16)\s*(?:[x×*]\s*)?"
     r"(?=(?:nvidia\s*|rtx\s*|tesla\s*)?(?:[abhltvp]\d|mi\d|\d{4}|910|gpus?(?![a-z])|cards?(?![a-z])|卡))"
 )
-# "2 DGX H100", "a DGX A100", "两台 DGX": nodes of 8 GPUs
+# "2 DGX H100", "a DGX A100", "两台 DGX": nodes of 8 GPUs (not the desk-side DGX Spark / Station)
 _DGX = rx.compile(
-    rf"(?:{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?|({ZH_NUMERAL}|\d+)\s*台\s*)?(?:nvidia\s*)?{L}[dh]gx{R}"
+    rf"(?:{L}(\d+|{EN_COUNT_WORD})\s*(?:x\s*)?|({ZH_NUMERAL}|\d+)\s*台\s*)?(?:nvidia\s*)?{L}[dh]gx{R}(?!\s*(?:spark|station))"
 )
 # "each" only next to the cards or the nodes ("8 A100s each", "each node has", "each with"): "8 samples each" is not
 _PER_NODE = rx.compile(

@@ -26,7 +26,15 @@ _OFFLOAD = rx.compile(
 _LAYER_ENGINE = rx.compile(
     rf"{L}(?:llama[\.\-_ ]?cpp|llama-server|gguf|ollama|lm{SEP}studio|koboldcpp){R}|{L}-?ngl{R}|{L}n{SEP}gpu{SEP}layers{R}|{L}gpu{SEP}layers{R}"
 )
-_LAYERS_NEAR = rx.compile(r"layers?|层")
+# the layers next to the offload word: "offload 20 layers", "offloading some of the layers", "layers to CPU",
+# "部分层卸载到 CPU", "一部分层 offload"; not "80 层 ... ZeRO-3 offload"
+_LAYERS_AFTER = rx.compile(
+    r"^(?:ing)?\s+(?:the\s+|some\s+(?:of\s+the\s+)?|a\s+few\s+|more\s+|all\s+|half\s+(?:of\s+)?(?:the\s+)?|\d+\s+)?layers?(?![a-z])"
+)
+_LAYERS_BEFORE = rx.compile(r"(?:layers?\s+|层\s*)$")
+_LAYERS_TO_CPU = rx.compile(
+    r"(?<![a-z])layers?\s+(?:to|on|onto)\s+(?:the\s+)?(?:cpu|ram|system\s+memory)|层\s*(?:放|留|卸载)"
+)
 # the offload word asked about, not stated: "do I need to offload", "should I offload", "要不要offload", "需要卸载吗"
 _ASKED_BEFORE = rx.compile(
     rf"(?:{L}(?:do|would|will|must|should|can)\s+(?:i|we|you)\s+(?:really\s+)?(?:need\s+(?:to\s+)?|have\s+to\s+)?"
@@ -44,8 +52,10 @@ _ASKED_AFTER = rx.compile(r"^[^,，。;；!！]{0,60}?(?:\?|？|吗|么)")
 
 
 def _layer_offload(low: str, m: re.Match[str]) -> bool:
-    near = low[max(0, m.start() - 24) : m.end() + 24]
-    return bool(_LAYERS_NEAR.search(near)) or bool(_LAYER_ENGINE.search(low))
+    after, before = low[m.end() : m.end() + 40], low[max(0, m.start() - 12) : m.start()]
+    return bool(
+        _LAYERS_AFTER.search(after) or _LAYERS_BEFORE.search(before) or _LAYERS_TO_CPU.search(low)
+    ) or bool(_LAYER_ENGINE.search(low))
 
 
 def _asked(low: str, m: re.Match[str]) -> bool:
