@@ -293,6 +293,14 @@ _MORE: list[Case] = [
       "architecture": {"num_hidden_layers": 80}}, None, {"architecture": "architecture_from_shapes"}),
     ("a DGX Spark running Qwen2.5-7B inference",
      {"task": "inference", "model": "qwen2.5-7b"}, None, {}),
+    ("DPO with max_length 2048 and max_prompt_length 1024 on Qwen2.5-7B, 4 A100",
+     {"task": "dpo", "seq_len": 2048, "model": "qwen2.5-7b", "gpu": "a100", "num_gpus": 4}, None, {}),
+    ("ppo llama-3-8b, response length 1024, 8 A100",
+     {"task": "ppo", "max_new_tokens": 1024, "seq_len": 1536, "model": "llama-3-8b", "gpu": "a100", "num_gpus": 8}, None, _RL_LEN),
+    ("面试题：LoRA 秩取 8，Qwen2.5-7B 单卡 4090 微调显存多少",
+     {"task": "lora", "lora_rank": 8, "model": "qwen2.5-7b", "gpu": "4090", "num_gpus": 1}, None, {}),
+    ("全参微调 Qwen2.5-72B，8 卡 x 2 节点 A800",
+     {"task": "full_finetune", "model": "qwen2.5-72b", "gpu": "a800", "num_gpus": 16}, None, _NODES),
 ]  # fmt: skip
 
 CASES: list[Case] = [*_RANK, *_RL, *_COUNTS, *_OFFLOAD, *_MODELS, *_ATTENTION, *_MORE]

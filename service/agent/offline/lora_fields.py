@@ -14,7 +14,7 @@ _TARGETS = rx.compile(
 
 
 _LORA_RANK = rx.compile(
-    rf"{L}(?:lora{SEP})?(?:rank|lora_r)(?:{IS}|{SEP})([1-9]\d*){R}|{L}([1-9]\d*){SEP}rank{R}(?={SEP}(?:q?lora|dora|adapter))|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:为|=|是|改成|改为|设为|设成|换成|用)?\s*(\d+)"
+    rf"{L}(?:lora{SEP})?(?:rank|lora_r)(?:{IS}|{SEP})([1-9]\d*){R}|{L}([1-9]\d*){SEP}rank{R}(?={SEP}(?:q?lora|dora|adapter))|{L}r\s*=\s*(\d+){R}|{L}r(\d+){R}(?={SEP}lora)|秩\s*(?:r\s*)?(?:为|=|:|是|改成|改为|设为|设成|设置为|换成|用|取|等于)?\s*(\d+)"
 )
 # "LoRA r16", "r 16", "r: 16" (PEFT LoraConfig r): read only where an adapter is named, never the "r1" of DeepSeek-R1
 _SHORT_RANK = rx.compile(
