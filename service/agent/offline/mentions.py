@@ -194,6 +194,12 @@ def _catalog_id(name: str) -> str:
     return spec.id if spec is not None else name
 
 
+def _in_catalog(name: str) -> bool:
+    from tools.catalog.models import lookup_model
+
+    return lookup_model(name) is not None
+
+
 def find_model(low: str) -> Mention | None:
     """The first model family mention, else a model-shaped unknown name."""
     low = _OLLAMA_TAG.sub("-", low)  # same length: spans stay valid in the caller's text
@@ -211,6 +217,8 @@ def find_model(low: str) -> Mention | None:
                 best = Mention(name, m.start(), m.end(), reason)
                 break
     repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
+    if repo and _in_catalog(repo.group(1).split("/", 1)[0]):
+        repo = None  # "llama-2-7b/llama-2-13b": two models, not an organisation and a repo
     if repo and (best is None or repo.start() <= best.start < repo.end()):
         return Mention(repo.group(1), repo.start(), repo.end())  # the whole id, not the family inside it
     if best is not None:
