@@ -301,6 +301,14 @@ _MORE: list[Case] = [
      {"task": "lora", "lora_rank": 8, "model": "qwen2.5-7b", "gpu": "4090", "num_gpus": 1}, None, {}),
     ("全参微调 Qwen2.5-72B，8 卡 x 2 节点 A800",
      {"task": "full_finetune", "model": "qwen2.5-72b", "gpu": "a800", "num_gpus": 16}, None, _NODES),
+    ("我用 LLaMA-Factory 跑 qwen2.5-7b 的 lora，lora_rank 设了 128，单张 3090 爆显存了",
+     {"task": "lora", "lora_rank": 128, "model": "qwen2.5-7b", "gpu": "3090", "num_gpus": 1}, None, {}),
+    ("verl 训练 Qwen2.5-3B GRPO，data.train_batch_size=256，actor_rollout_ref.rollout.n=5，4 卡 A100 40G",
+     {"task": "grpo", "global_batch_size": 256, "num_generations": 5, "model": "qwen2.5-3b", "gpu": "a100-40gb", "num_gpus": 4}, None, {}),
+    ("bartowski/DeepSeek-R1-Distill-Qwen-32B-GGUF q4_k_m on a 4090",
+     {"weight_dtype": "q4_k_m", "engine": "llama.cpp", "model": "qwen2.5-32b", "gpu": "4090", "num_gpus": 1}, None, {}),
+    ("LM Studio: Qwen2.5-32B Q4_K_M on a 4090 with partial GPU offload",
+     {"weight_dtype": "q4_k_m", "engine": "llama.cpp", "model": "qwen2.5-32b", "gpu": "4090", "num_gpus": 1}, None, {}),
 ]  # fmt: skip
 
 CASES: list[Case] = [*_RANK, *_RL, *_COUNTS, *_OFFLOAD, *_MODELS, *_ATTENTION, *_MORE]

@@ -16,6 +16,8 @@ from service.agent.offline.parser import parse_question
         ("Qwen/Qwen2.5-7B-Instruct-AWQ on a 4090", "Qwen/Qwen2.5-7B-Instruct-AWQ", None),
         # two models with a slash between them are not an organisation and a repo
         ("llama-2-7b/llama-2-13b LoRA on a 4090", "llama-2-7b", None),
+        # GGUF / EXL2 repos have no config.json on the Hub: the base model from the catalog
+        ("bartowski/Qwen2.5-14B-Instruct-GGUF q4_k_m on a 4090", "qwen2.5-14b", None),
         # "qwen-32b" is not Qwen3 at 2B
         ("R1-distill-qwen-32b on a 4090", "deepseek-r1-distill-qwen-32b", "model_distill"),
         ("deepseek-r1:1.5b on a 3060", "deepseek-r1-distill-qwen-1.5b", "model_distill"),

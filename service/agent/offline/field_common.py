@@ -14,7 +14,7 @@ Extractor = Callable[[str], Fields]
 
 NUM = r"(\d+(?:\.\d+)?)"
 K = r"(\d+(?:\.\d+)?\s*k?)"
-IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|改成|改为|换成|到|取)?\s*"
+IS = r"\s*(?:of|is|=|:|to|为|是|设为|设置为|设成|设了|设置了|改成|改为|换成|调到|调成|开到|用了|到|取)?\s*"
 _NEG = rx.compile(
     r"(?:without|w/o|no|not|never|disable[ds]?|doesn'?t\s+support|does\s+not\s+support|no\s+support\s+for|不支持|turn(?:ed)?\s+off|switch(?:ed)?\s+off|not\s+using|don'?t\s+use"
     r"|do\s+not\s+use|skip(?:ping)?|不开启?|关闭|关掉|关了|不用|不使用|没开|没有|不加|不要|别用?|不需要|禁用|无|不)\s*(?:the\s+|any\s+)?$"

@@ -21,6 +21,9 @@ from service.agent.offline.mentions import FilledReason, Mention
 from service.agent.offline.numbers import param_count, size_label
 
 _QUANT_TAG = rx.compile(r"gptq|awq|fp8|int4|int8|bnb|4bit|8bit|nf4|gguf|exl2")
+# llama.cpp / ExLlama repos ("bartowski/...-GGUF", "...-exl2"): weights files only, no config.json to read on the
+# Hub; the format comes from the question's own words (q4_k_m, 4.65bpw), the shapes from the base model
+_FILE_FORMAT_TAG = rx.compile(r"[\-_.](?:gguf|exl2|ggml)(?:[\-_.].*)?$")
 _SIZE_TAIL = rx.compile(r"^(.*?)[\s_\-]*(\d+(?:\.\d+)?)(b|m)(?:[\s_\-].*)?$")
 _SEPARATORS = rx.compile(r"[\s_\-.]+")
 _FAMILY = rx.compile(r"^[a-z]+")
@@ -67,6 +70,9 @@ def settle_model(mention: Mention, question: str, low: str = "") -> Mention:
     if "/" in name:
         if spec is not None and not _QUANT_TAG.search(name.rsplit("/", 1)[-1]):
             return Mention(spec.id, mention.start, mention.end, mention.reason)
+        base = lookup_model(_FILE_FORMAT_TAG.sub("", name.rsplit("/", 1)[-1]))
+        if base is not None and _FILE_FORMAT_TAG.search(name):
+            return Mention(base.id, mention.start, mention.end, mention.reason)
         return Mention(_original_case(name, question), mention.start, mention.end, mention.reason)
     if spec is not None or mention.reason is not None:
         return mention

@@ -2,7 +2,8 @@
 
 - TRL (GRPOConfig / DPOConfig): `max_prompt_length`, `max_completion_length`, `num_generations`;
 - verl (ppo_trainer.yaml): `data.max_prompt_length`, `data.max_response_length`, `actor_rollout_ref.rollout.n`,
-  `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`;
+  `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`, `data.train_batch_size` (prompts per step, all GPUs:
+  a global batch, which does not change a GPU's peak);
 - OpenRLHF (cli/train_ppo_ray.py): `--prompt_max_len`, `--generate_max_len`, `--n_samples_per_prompt`,
   `--micro_train_batch_size`;
 - words: "prompt 1024, completions of 4096 tokens", "每个 prompt 采样 16 条，回复长度 4096", "提示长度 512".
@@ -50,6 +51,8 @@ _GENERATIONS = rx.compile(
 _MICRO_BATCH = rx.compile(
     rf"{L}{_PATH}(?:ppo{SEP})?micro{SEP}(?:train{SEP})?batch{SEP}size(?:{SEP}per{SEP}gpu)?{IS}(\d+){R}"
 )
+# verl data.train_batch_size: prompts per step over all GPUs (ppo_trainer.yaml), not a GPU's micro-batch
+_TRAIN_BATCH = rx.compile(rf"(?<![a-z0-9_.])(?:data\.)?train{SEP}batch{SEP}size{IS}(\d+){R}")
 MIN_LENGTH = 32  # tokens: a prompt or completion shorter than this is a count ("4 completions"), not a length
 
 
@@ -61,6 +64,7 @@ class RlLengths:
     completion: int | None = None
     generations: int | None = None
     micro_batch: int | None = None
+    train_batch: int | None = None
 
 
 def _blank(text: str, m: re.Match[str]) -> str:
@@ -76,6 +80,7 @@ def rl_lengths(low: str) -> tuple[RlLengths, str]:
         ("completion", _COMPLETION, token_count),
         ("generations", _GENERATIONS, int),
         ("micro_batch", _MICRO_BATCH, int),
+        ("train_batch", _TRAIN_BATCH, int),
     ):
         m = pattern.search(rest)
         if m:
@@ -93,6 +98,8 @@ def apply_rl_lengths(lengths: RlLengths, fields: Fields) -> FilledReason | None:
         fields["num_generations"] = lengths.generations
     if lengths.micro_batch and "batch_size" not in fields:
         fields["batch_size"] = lengths.micro_batch
+    if lengths.train_batch:
+        fields["global_batch_size"] = lengths.train_batch
     prompt, completion = lengths.prompt, lengths.completion
     if completion:
         fields["max_new_tokens"] = completion

@@ -109,5 +109,5 @@ _IMAGES = rx.compile(
 # the serving engine named in the question (tools.serving.ENGINES; HF generate otherwise)
 _ENGINE_NAMES = ("vllm", "sglang", "llama.cpp", "ollama")
 _ENGINE = rx.compile(
-    rf"{L}(vllm){R}|{L}(sglang){R}|{L}(llama[\.\-_ ]?cpp|llama-server|gguf){R}|{L}(ollama){R}"
+    rf"{L}(vllm){R}|{L}(sglang){R}|{L}(llama[\.\-_ ]?cpp|llama-server|gguf|lm{SEP}studio|koboldcpp){R}|{L}(ollama){R}"
 )
