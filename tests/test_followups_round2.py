@@ -68,6 +68,11 @@ def test_lora_inside_a_grpo_conversation_is_grpo_with_a_lora_policy() -> None:
     assert stated(qlora) == {**stated(lora), "weight_dtype": "nf4"}  # the rank stated before is kept
     assert qlora.language == "en"
     assert_tool_figures(qlora)
+    full = c.ask("改成全参呢")  # still GRPO, now without adapters: the first job again
+    assert stated(full) == stated(first)
+    assert (
+        full.estimate is not None and full.estimate.per_gpu.total_bytes == first.estimate.per_gpu.total_bytes
+    )
 
 
 def test_qlora_follow_up_of_a_chinese_grpo_job_takes_the_default_rank() -> None:

@@ -75,9 +75,20 @@ TASK_SWITCHES: tuple[TaskSwitch, ...] = (
 
 def rl_with_adapters(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """ "改成 LoRA r=64", "what about QLoRA?" inside a GRPO/PPO/DPO conversation: the RL job with a LoRA (QLoRA: NF4
-    base) policy, not plain LoRA fine-tuning (tools/rl.py: lora_rank set = adapters on the trained models)."""
+    base) policy, not plain LoRA fine-tuning (tools/rl.py: lora_rank set = adapters on the trained models); "改成全参"
+    there is the RL job without adapters (drops them from `previous`, the merged scenario so far)."""
     old_task = previous.get("task")
-    if old_task not in RL_TASKS or new.get("task") not in ADAPTER_TASKS:
+    if old_task not in RL_TASKS:
+        return new
+    if new.get("task") == "full_finetune":
+        # "改成全参", "full fine-tune instead": the RL job with a full (adapter-free) policy
+        new["task"] = old_task
+        for key in ("lora_rank", "lora_targets", "dora", "lora_alpha", "lora_dropout"):
+            previous.pop(key, None)
+        if previous.get("weight_dtype") == "nf4":
+            previous.pop("weight_dtype")
+        return new
+    if new.get("task") not in ADAPTER_TASKS:
         return new
     if new["task"] == "qlora":
         new.setdefault("weight_dtype", "nf4")  # QLoRA's 4-bit base is NF4 (Dettmers et al. 2023)
