@@ -4,7 +4,8 @@
 `CONCEPTS`: (question, the knowledge-base topic it must be answered with).
 Covered forms: GPU counts glued to or around the card, negation of every option, GGUF/EXL2/AWQ/GPTQ and
 "q8"/"8-bit" names, modifiers that belong to the KV cache or to the number of generations, "full ft",
-"LoRA or QLoRA", training words without a task word, stated shapes, the figure asked for, concept questions.
+"LoRA or QLoRA", training words without a task word, stated shapes, the figure asked for, concept questions;
+and (tests/parser_suite_round2.py) LoRA rank forms, RL lengths, GPUs over nodes, layer offload, model names.
 The tests (tests/test_parser_suite.py, tests/test_self_consistency.py, tests/test_llm_parser_suite.py) and the
 answer-length benchmark (benchmarks/answer_length.py) read this one list.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from tests.parser_suite_round2 import CASES as ROUND2
 
 Case = tuple[str, dict[str, Any], str | None]
 
@@ -882,6 +885,7 @@ _MODIFIERS: list[Case] = [
         {
             "task": "grpo",
             "max_new_tokens": 2048,
+            "seq_len": 2560,  # TRL's default prompt (512) + the stated completion, said as an assumption
             "num_generations": 8,
             "model": "qwen2.5-7b",
             "gpu": "h800",
@@ -1758,6 +1762,7 @@ def _all_cases() -> list[Case]:
         *_negation_cases(),
         *_kv_cases(),
         *_REALISTIC,
+        *[(question, fields, asks) for question, fields, asks, _ in ROUND2],
     ]
 
 

@@ -262,9 +262,10 @@ FILLED_REASONS = [
     ),
     (
         "deepseek-r1-distill-qwen-7b 4090 推理",
-        "- 模型 = qwen2.5-7b：DeepSeek-R1-Distill 系列沿用其底座模型的结构（DeepSeek-R1 模型卡）：按 qwen2.5-7b 计算",
-        "- model = qwen2.5-7b: DeepSeek-R1-Distill models keep their base model's architecture "
-        "(DeepSeek-R1 model card): taken as qwen2.5-7b",
+        "- 模型 = deepseek-r1-distill-qwen-7b：DeepSeek-R1 的蒸馏模型是在 Qwen / Llama 上微调的模型，结构与底座相同"
+        "（DeepSeek-R1 模型卡）：按目录条目 qwen2.5-7b 计算",
+        "- model = deepseek-r1-distill-qwen-7b: DeepSeek-R1's distilled models are fine-tuned Qwen / Llama models "
+        "with their base's shapes (DeepSeek-R1 model card): estimated with the catalog entry qwen2.5-7b",
     ),
     # the catalog's own assumptions (GPU alias, bare size): a code and values like every other
     (

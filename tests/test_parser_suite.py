@@ -12,6 +12,7 @@ from service.agent.events import DoneEvent
 from service.agent.offline import OfflineAgent
 from service.agent.offline.parser import parse_question
 from tests.parser_suite import CONCEPTS, ESTIMATES
+from tests.parser_suite_round2 import CASES as ROUND2
 
 
 def _is_zh(text: str) -> bool:
@@ -55,3 +56,20 @@ def test_concept_questions_get_their_topic(question: str, topic: str) -> None:
     answer = asyncio.run(run()).answer
     assert answer.scenario is None and answer.estimate is None  # a concept answer, not "Which model?"
     assert "n/a" not in answer.answer
+
+
+def test_round_two_adds_a_hundred_questions_half_chinese() -> None:
+    assert len(ROUND2) >= 100 and len({q for q, *_ in ROUND2}) == len(ROUND2)
+    zh = sum(_is_zh(q) for q, *_ in ROUND2)
+    assert 0.45 <= zh / len(ROUND2) <= 0.55, (zh, len(ROUND2))
+    assert {q for q, *_ in ROUND2} <= {q for q, _, _ in ESTIMATES}
+
+
+@pytest.mark.parametrize(("question", "expected", "asks", "filled"), ROUND2, ids=[q[:50] for q, *_ in ROUND2])
+def test_round_two_says_its_own_readings(
+    question: str, expected: dict[str, Any], asks: str | None, filled: dict[str, str]
+) -> None:
+    """What the parser chose itself (nodes x GPUs per node, TRL's default prompt or completion, a distill's
+    catalog entry, the size of a name the catalog lacks) is an assumption with its code, and nothing else is."""
+    parsed = parse_question(question)
+    assert {field: why.code for field, why in parsed.filled.items()} == filled

@@ -9,7 +9,26 @@ import re
 
 import pytest
 
-from service.agent.offline import asks, fields, mentions, numbers, parser, patterns
+from service.agent.offline import (
+    architecture_fields,
+    asks,
+    field_common,
+    gpu_counts,
+    lora_fields,
+    mentions,
+    model_names,
+    numbers,
+    offload_fields,
+    parallel_fields,
+    parse_rules,
+    parser,
+    patterns,
+    precision_fields,
+    rl_fields,
+    shape_fields,
+    task_fields,
+    training_fields,
+)
 from service.agent.offline.parser import normalise
 from tests.parser_suite import CONCEPTS, ESTIMATES
 
@@ -58,7 +77,17 @@ def _prefiltered() -> list[patterns.Prefiltered]:
         elif hasattr(value, "pattern") and isinstance(getattr(value, "pattern", None), patterns.Prefiltered):
             found.append(value.pattern)  # type: ignore[attr-defined]
 
-    for module in (asks, fields, mentions, numbers, parser):
+    modules = (asks, mentions, numbers, parser, field_common, task_fields, precision_fields, lora_fields)
+    modules += (
+        shape_fields,
+        parallel_fields,
+        training_fields,
+        architecture_fields,
+        offload_fields,
+        rl_fields,
+    )
+    modules += (gpu_counts, model_names, parse_rules)
+    for module in modules:
         for value in vars(module).values():
             walk(value)
     return found

@@ -30,6 +30,10 @@ SERVICE_CODES: dict[str, tuple[str, ...]] = {
     "task_prompt_tuning": (),
     "ollama_4bit": (),
     "rl_lora_rank": ("method", "rank"),
+    "rl_total_length": ("prompt", "completion", "total"),
+    "gpus_over_nodes": ("nodes", "per_node", "total"),
+    "model_size_only": ("name", "size"),
+    "model_variant": ("name", "model"),
     "model.hub": ("repo", "revision", "params", "dtype", "quant", "implied"),
     "model.hub_cache": ("repo", "revision", "params", "dtype", "quant", "implied"),
 }

@@ -47,7 +47,7 @@ from service.agent.render import (
     render_scenario_line,
 )
 from service.agent.summary import text_summary
-from service.hub import estimate_any_model
+from service.hub import estimate_any_model, looks_like_repo_id
 from tools.catalog import find_gpu, resolve_model
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
@@ -186,9 +186,14 @@ class OfflineAgent:
             )
             return
         for field, why in parsed.filled.items():  # the parser's own defaults are assumptions too
-            if field in stated and not any(a.field == field for a in estimate.assumptions):
-                said = Assumption(field=field, value=stated[field], code=why.code, values=why.values)
-                estimate.assumptions.append(said.model_copy(update={"reason": assumption_text(said, "en")}))
+            if field not in stated or any(a.code == why.code for a in estimate.assumptions):
+                continue
+            said = Assumption(field=field, value=stated[field], code=why.code, values=why.values)
+            said = said.model_copy(update={"reason": assumption_text(said, "en")})
+            # before the estimator's own word on the same field ("InternLM2-20B is not in the catalog", then
+            # what a bare 20B is taken as)
+            at = next((i for i, a in enumerate(estimate.assumptions) if a.field == field), None)
+            estimate.assumptions.insert(len(estimate.assumptions) if at is None else at, said)
         # the panel texts once: the `display` event and the answer's lines say the same texts
         display = display_texts(estimate, lang)
         estimated = EstimateEvent(estimate=estimate)
@@ -289,9 +294,16 @@ def preload_resources() -> None:
     lookup_model("llama-2-7b")
 
 
+def _hub_repo(name: str) -> bool:
+    """An `org/name` the catalog lacks: the estimate looks it up on the Hub (service/hub.py), and says why not."""
+    from tools.catalog.models import lookup_model
+
+    return looks_like_repo_id(name) and lookup_model(name) is None
+
+
 def _check_names(scenario: Scenario) -> None:
     """Raise the catalog's ScenarioError (with near names) for an unknown model or GPU."""
-    if scenario.model and scenario.architecture is None:
+    if scenario.model and scenario.architecture is None and not _hub_repo(scenario.model):
         resolve_model(scenario.model)
     if scenario.gpu:
         find_gpu(scenario.gpu)

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.agent.offline.parser import ParsedQuestion
-from tools.scenario import ADAPTER_TASKS, TRAINING_TASKS, Scenario
+from service.agent.offline.rl_fields import TRL_PROMPT_LEN
+from service.agent.offline.task_fields import RL_LORA_DEFAULT_RANK
+from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,42 @@ TASK_SWITCHES: tuple[TaskSwitch, ...] = (
 )
 
 
+def rl_with_adapters(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """ "改成 LoRA r=64", "what about QLoRA?" inside a GRPO/PPO/DPO conversation: the RL job with a LoRA (QLoRA: NF4
+    base) policy, not plain LoRA fine-tuning (tools/rl.py: lora_rank set = adapters on the trained models); "改成全参"
+    there is the RL job without adapters (drops them from `previous`, the merged scenario so far)."""
+    old_task = previous.get("task")
+    if old_task not in RL_TASKS:
+        return new
+    if new.get("task") == "full_finetune":
+        # "改成全参", "full fine-tune instead": the RL job with a full (adapter-free) policy
+        new["task"] = old_task
+        for key in ("lora_rank", "lora_targets", "dora", "lora_alpha", "lora_dropout"):
+            previous.pop(key, None)
+        if previous.get("weight_dtype") == "nf4":
+            previous.pop("weight_dtype")
+        return new
+    if new.get("task") not in ADAPTER_TASKS:
+        return new
+    if new["task"] == "qlora":
+        new.setdefault("weight_dtype", "nf4")  # QLoRA's 4-bit base is NF4 (Dettmers et al. 2023)
+    new["task"] = old_task
+    if "lora_rank" not in previous:
+        new.setdefault("lora_rank", RL_LORA_DEFAULT_RANK)  # PEFT LoraConfig default r=8
+    return new
+
+
+def rl_completion(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """ "max_completion_length 2048?", "回复长度改成 4096" in an RL conversation: the prompt stays what it was (the
+    previous seq_len - max_new_tokens, else TRL's default 512), so seq_len = prompt + the new completion."""
+    task = new.get("task", previous.get("task"))
+    if task not in RL_TASKS or "max_new_tokens" not in new or "seq_len" in new:
+        return new
+    seq, completion = previous.get("seq_len"), previous.get("max_new_tokens")
+    prompt = seq - completion if seq and completion and seq > completion else TRL_PROMPT_LEN
+    return {**new, "seq_len": prompt + new["max_new_tokens"]}
+
+
 def stated_of(scenario: Scenario | None) -> dict[str, Any]:
     return scenario.stated() if scenario is not None else {}
 
@@ -93,7 +131,7 @@ def merge_followup(previous: Scenario | None, parsed: ParsedQuestion) -> dict[st
     if not is_followup(parsed, previous):
         return dict(parsed.scenario)
     merged = stated_of(previous)
-    new = parsed.scenario
+    new = rl_completion(merged, rl_with_adapters(merged, dict(parsed.scenario)))
     new_task = new.get("task")
     if new_task and new_task != merged.get("task"):
         old_task = merged.get("task")

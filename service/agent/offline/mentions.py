@@ -70,11 +70,13 @@ def _deepseek(m: re.Match[str]) -> str:
 
 
 def _distill(m: re.Match[str]) -> str:
-    """DeepSeek-R1-Distill-* models are fine-tuned Qwen2.5 / Llama-3 models with their base's architecture."""
-    family, size = m.group(1), m.group(2)
-    if family == "qwen":
-        return f"qwen2.5-{size}b"
-    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"llama-3.1-{size}b")
+    """DeepSeek-R1-Distill-{Qwen,Llama}-<size>: the catalog's distill ids (DeepSeek-R1 model card, "Distilled Models")."""
+    family, size = m.group(1) or m.group(2), m.group(3)
+    if family == "qwen3":  # DeepSeek-R1-0528-Qwen3-8B (DeepSeek-R1-0528 model card)
+        return f"qwen3-{size}b"
+    if not family:  # "deepseek-r1 蒸馏 32b": the size names the base (8B and 70B are the Llama ones)
+        family = "llama" if size in ("8", "70") else "qwen"
+    return f"deepseek-r1-distill-{family}-{size}b"
 
 
 # R1-Distill models keep their base model's architecture (DeepSeek-R1 model card)
@@ -88,7 +90,8 @@ def _phi(m: re.Match[str]) -> str:
 
 def _ollama_distill(m: re.Match[str]) -> str:
     size = m.group(1)
-    return {"8": "llama-3.1-8b", "70": "llama-3.3-70b"}.get(size, f"qwen2.5-{size}b")
+    family = "llama" if size in ("8", "70") else "qwen"
+    return f"deepseek-r1-distill-{family}-{size}b"
 
 
 _BLOOM_SIZES = {
@@ -133,13 +136,18 @@ MODEL_RULES: tuple[ModelRule, ...] = (
     ),
     _rule(rf"{L}llama{SEP}(\d(?:\.\d)?){R}", lambda m: {"3.3": "llama-3.3-70b"}.get(m.group(1), "")),
     _rule(
-        rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?)?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
+        rf"(?:{L}qwen|通义千问|千问|通义){SEP}(\d(?:\.\d)?(?!\d))?{SEP}(?:moe{SEP})?{SIZE}(?:{SEP}(a\d+(?:\.\d+)?\s*b))?{R}",
         _qwen,
     ),
     # Qwen1.5-MoE-A2.7B names only its active size (14.3B total; Qwen1.5-MoE model card)
     _rule(rf"{L}qwen{SEP}1\.5{SEP}moe(?:{SEP}a2\.7\s*b)?{R}", lambda m: "qwen1.5-moe-a2.7b"),
     _rule(rf"{L}qwq{SEP}(\d+)\s*b{R}", lambda m: f"qwq-{m.group(1)}b"),
-    _rule(rf"{L}deepseek{SEP}r1{SEP}distill{SEP}(qwen|llama){SEP}(\d+(?:\.\d+)?)\s*b{R}", _distill),
+    # "DeepSeek-R1-Distill-Qwen-32B", "R1-distill-qwen-32b", "deepseek r1 蒸馏 qwen 7b", "R1蒸馏版32B"
+    _rule(
+        rf"(?:{L}deepseek{SEP})?(?<![a-z0-9.])r1{SEP}(?:(?:distill(?:ed)?|蒸馏版?){SEP}(?:(qwen|llama){SEP})?|0528{SEP}(qwen3){SEP})"
+        rf"(1\.5|7|8|14|32|70)\s*b{R}",
+        _distill,
+    ),
     # ollama's deepseek-r1:<size> tags below 671B are the distills (ollama library page for deepseek-r1)
     _rule(rf"{L}deepseek{SEP}r1{SEP}(1\.5|7|8|14|32|70)\s*b{R}", _ollama_distill),
     _rule(rf"{L}deepseek{SEP}(v2{SEP}lite|v2\.5|v2|v3(?:\.1)?|r1){R}", _deepseek),
@@ -178,6 +186,20 @@ _REPO_ID = rx.compile(
 _OLLAMA_TAG = rx.compile(r"(?<=[a-z0-9.]):(?=\s*\d)")  # ollama "llama3:70b" -> "llama3-70b"
 
 
+def _catalog_id(name: str) -> str:
+    """The catalog entry a name resolves to (the distills share their base's entry, DeepSeek-R1 model card)."""
+    from tools.catalog.models import lookup_model
+
+    spec = lookup_model(name)
+    return spec.id if spec is not None else name
+
+
+def _in_catalog(name: str) -> bool:
+    from tools.catalog.models import lookup_model
+
+    return lookup_model(name) is not None
+
+
 def find_model(low: str) -> Mention | None:
     """The first model family mention, else a model-shaped unknown name."""
     low = _OLLAMA_TAG.sub("-", low)  # same length: spans stay valid in the caller's text
@@ -187,14 +209,20 @@ def find_model(low: str) -> Mention | None:
             name = rule.name(m)
             if name and (best is None or m.start() < best.start):
                 distill = rule.name in (_distill, _ollama_distill)
-                reason = FilledReason(code=DISTILL_REASON, values={"model": name}) if distill else None
+                reason = (
+                    FilledReason(code=DISTILL_REASON, values={"model": _catalog_id(name)})
+                    if distill
+                    else None
+                )
                 best = Mention(name, m.start(), m.end(), reason)
                 break
+    repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
+    if repo and _in_catalog(repo.group(1).split("/", 1)[0]):
+        repo = None  # "llama-2-7b/llama-2-13b": two models, not an organisation and a repo
+    if repo and (best is None or repo.start() <= best.start < repo.end()):
+        return Mention(repo.group(1), repo.start(), repo.end())  # the whole id, not the family inside it
     if best is not None:
         return best
-    repo = _REPO_ID.search(low)  # an HF repo id ("org/name"): the catalog, else the Hub (service/hub.py)
-    if repo:
-        return Mention(repo.group(1), repo.start(), repo.end())
     m = _GENERIC_MODEL.search(low)
     if m and not rx.fullmatch(r"[a-z]?\d+(?:\.\d+)?b", m.group(1)):
         return Mention(m.group(1), m.start(), m.end())
@@ -245,9 +273,6 @@ _ZH_COUNT_ANY = rx.compile(
     rf"({ZH_NUMERAL}|\d+)\s*(?:张|块)(?!\s*(?:图|照片|幅))\s*(?:卡|显卡|gpu)?|({ZH_NUMERAL}|\d+)\s*卡"
 )
 _SINGLE = rx.compile(rf"{L}single[\s\-]*gpu{R}|{L}one\s+gpu{R}|单卡|单张|一张卡")
-_NODES = rx.compile(
-    rf"({ZH_NUMERAL}|\d+)\s*(?:台|个节点|节点|机)|{L}(\d+|{EN_COUNT_WORD})\s*(?:nodes?|machines?){R}"
-)
 
 
 @dataclass(frozen=True)
@@ -284,7 +309,9 @@ def _with_stated_memory(gpu: str, gb: int) -> str:
 
 
 def find_gpu(low: str) -> GpuMention:
-    """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2)."""
+    """The GPU named and how many: '两张4090' -> (4090, 2), '2x h100 80gb' -> (h100-80gb, 2).
+
+    The count is the one next to the card (or the only one stated); nodes are read by gpu_counts.py."""
     gpu: str | None = None
     count: int | None = None
     low = _GLUED_COUNT.sub(lambda g: g.group(1) + " x ", low)
@@ -309,11 +336,6 @@ def find_gpu(low: str) -> GpuMention:
             any_m = _EN_COUNT_ANY.search(low) or _ZH_COUNT_ANY.search(low)
             if any_m:
                 count = count_word(next(g for g in any_m.groups() if g))
-    nodes = _NODES.search(low)
-    if nodes and count:
-        n = count_word(next(g for g in nodes.groups() if g))
-        if n and n > 1:
-            count *= n
     if count is not None and count < 1:
         count = None
     return GpuMention(gpu, count)
