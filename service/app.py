@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -171,7 +171,7 @@ def add_routes(app: FastAPI, router: APIRouter) -> None:
 
 
 def _serving_agents(
-    settings: Settings, agent: Agent | None, llm_callbacks: list | None = None
+    settings: Settings, agent: Agent | None, llm_callbacks: Callable[[], list] | None = None
 ) -> tuple[ThreadedAgent | ProcessPoolAgent, ThreadedAgent | ProcessPoolAgent]:
     """The agent that answers, and the offline one that re-parses OpenAI-style histories.
 

@@ -8,6 +8,7 @@ imported when the LLM agent is built, so the offline path stays light.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from service.agent.base import Agent
@@ -24,10 +25,10 @@ def build_agent(
     *,
     force_offline: bool = False,
     chat_model: BaseChatModel | None = None,
-    callbacks: list[Any] | None = None,
+    callbacks: Callable[[], list[Any]] | None = None,
 ) -> Agent:
     """The agent for these settings. `chat_model` injects a chat model (tests: a scripted fake); `callbacks`
-    are LangChain callback handlers for the LLM agent's calls (service/observability/llm.py)."""
+    makes each request's LangChain callback handlers for the LLM agent (service/observability/llm.py)."""
     from service.agent.offline import OfflineAgent
 
     offline = OfflineAgent()

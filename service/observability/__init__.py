@@ -10,6 +10,7 @@ adds the outermost middleware (request ids, HTTP metrics, refusals, access lines
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,13 +42,14 @@ class Observability:
     def tracing(self) -> bool:
         return self.tracer_provider is not None
 
-    def llm_callbacks(self) -> list[Any]:
-        """LangChain callback handlers for the LLM agent's calls (none when there is nothing to record)."""
+    def llm_callbacks(self) -> Callable[[], list[Any]] | None:
+        """Makes one LLM request's LangChain callback handlers (None when there is nothing to record)."""
         if self.metrics is None and not self.tracing:
-            return []
+            return None
         from service.observability.llm import LlmCallMeter
 
-        return [LlmCallMeter(self.metrics, tracing=self.tracing)]
+        metrics, tracing = self.metrics, self.tracing
+        return lambda: [LlmCallMeter(metrics, tracing=tracing)]
 
     def fastapi_telemetry(self) -> dict[str, Any] | None:
         return fastapi_telemetry(self.tracer_provider)
@@ -71,6 +73,7 @@ class Observability:
             metrics_endpoint=endpoint,
             access_level=level,
             routes=app.router.routes,
+            tracing=self.tracing,
         )
         app.state.observability = self
 

@@ -33,6 +33,7 @@ class RequestRecord:
     conversation_id: str | None = None
     question: str | None = None  # only when VRAMWISE_LOG_QUESTIONS=1
     agent: str | None = None
+    trace_id: str | None = None  # 32 hex digits, when the request is traced
 
 
 current_request: ContextVar[RequestRecord | None] = ContextVar("vramwise_request", default=None)

@@ -26,7 +26,9 @@ def _characters(message: Any) -> int:
 
 
 class LlmCallMeter(BaseCallbackHandler):
-    """Counts each chat-model call in `metrics` (None: metrics off) and spans it when `tracing`."""
+    """Counts each chat-model call of one request in `metrics` (None: metrics off) and spans it when
+    `tracing`. A call the agent stops (a figure overruled: it closes the stream) reports no end of its own:
+    when the request's graph ends, such a call is counted `stopped` and its span ended."""
 
     run_inline = True  # called on the agent's loop, not in an executor thread
 
@@ -34,10 +36,12 @@ class LlmCallMeter(BaseCallbackHandler):
         self.metrics = metrics
         self.tracing = tracing
         self._spans: dict[UUID, Any] = {}
+        self._open: set[UUID] = set()
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> None:
+        self._open.add(run_id)
         if self.metrics is not None:
             sent = sum(_characters(m) for batch in messages for m in batch)
             self.metrics.llm_characters.labels("sent").inc(sent)
@@ -69,7 +73,26 @@ class LlmCallMeter(BaseCallbackHandler):
             self.metrics.llm_requests.labels(failure_code(error)).inc()
         self._end(run_id, error)
 
+    def on_chain_end(
+        self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        if parent_run_id is None:
+            self._stop_open_calls()
+
+    def on_chain_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        if parent_run_id is None:
+            self._stop_open_calls()
+
+    def _stop_open_calls(self) -> None:
+        for run_id in list(self._open):
+            if self.metrics is not None:
+                self.metrics.llm_requests.labels("stopped").inc()
+            self._end(run_id, None)
+
     def _end(self, run_id: UUID, error: BaseException | None) -> None:
+        self._open.discard(run_id)
         current = self._spans.pop(run_id, None)
         if current is None:
             return

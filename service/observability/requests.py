@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.observability.context import RequestRecord, channel_of, current_request, request_id_from
 from service.observability.metrics import ServiceMetrics
+from service.observability.tracing import tag_current_span
 
 access_log = logging.getLogger("vramwise.access")
 
@@ -52,9 +53,11 @@ class ObservabilityMiddleware:
         metrics_endpoint: ASGIApp | None,
         access_level: int,
         routes: Sequence[BaseRoute] = (),
+        tracing: bool = False,
     ) -> None:
         self.app = app
         self.routes = routes
+        self.tracing = tracing
         self.metrics = metrics
         self.metrics_endpoint = metrics_endpoint
         self.access_level = access_level
@@ -84,6 +87,8 @@ class ObservabilityMiddleware:
         if scope["path"] == "/metrics" and self.metrics_endpoint is not None:
             app = self.metrics_endpoint
         token = current_request.set(record)
+        if self.tracing:  # FastAPI's request span is current here: the id joins the trace to the log line
+            record.trace_id = tag_current_span(record.request_id)
         try:
             await app(scope, receive, send_with_id)
         finally:
@@ -118,6 +123,8 @@ class ObservabilityMiddleware:
             }
             if reason is not None and status >= 400:
                 fields["reason"] = reason
+            if record.trace_id is not None:
+                fields["trace_id"] = record.trace_id
             if record.question is not None:
                 fields["question"] = record.question
             access_log.log(

@@ -67,6 +67,16 @@ def span(name: str, **attributes: Any) -> Iterator[Any]:
         yield current
 
 
+def tag_current_span(request_id: str) -> str | None:
+    """Put the request id on the current (request) span; its trace id (hex), or None when not recording."""
+    current = trace.get_current_span()
+    context = current.get_span_context()
+    if not context.is_valid:
+        return None
+    current.set_attribute("vramwise.request_id", request_id)
+    return format(context.trace_id, "032x")
+
+
 def trace_carrier() -> dict[str, str]:
     """The current span's context as W3C `traceparent` headers (to hand to a worker process); empty when no
     span is recording."""

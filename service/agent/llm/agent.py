@@ -120,12 +120,12 @@ class LLMAgent:
         fallback: Agent,
         *,
         recursion_limit: int = RECURSION_LIMIT,
-        callbacks: list[Any] | None = None,
+        callbacks: Callable[[], list[Any]] | None = None,
     ) -> None:
         self._chat_model_factory = chat_model_factory
         self._fallback = fallback
         self._recursion_limit = recursion_limit
-        self._callbacks = list(callbacks or [])  # LangChain callback handlers (the service's LLM metrics)
+        self._callbacks = callbacks  # makes one request's LangChain callback handlers (the service's metrics)
 
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
@@ -146,8 +146,8 @@ class LLMAgent:
             )
             inputs = {"messages": [*_history(state), HumanMessage(question)]}
             config: dict[str, Any] = {"recursion_limit": self._recursion_limit}
-            if self._callbacks:
-                config["callbacks"] = self._callbacks
+            if self._callbacks is not None:
+                config["callbacks"] = self._callbacks()
             async with aclosing(graph.astream(inputs, config=config, stream_mode="messages")) as items:
                 async for chunk, meta in items:
                     for event in run.tool_events():
