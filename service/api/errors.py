@@ -143,7 +143,13 @@ def install_error_handlers(app: FastAPI) -> None:
             suggestions=exc.suggestions,
             code="invalid_scenario",
         )
-        return error_response(request, err)
+        response = error_response(request, err)
+        observability = getattr(request.app.state, "observability", None)
+        if exc.code and exc.code.startswith("hub_"):  # a Hub look-up failed: its own reason in the metrics
+            request.scope["state"]["refusal_reason"] = exc.code
+            if observability is not None:
+                observability.count_hub_error(exc.code)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -77,6 +77,19 @@ class Observability:
         )
         app.state.observability = self
 
+    def count_estimate(self, estimate: Any) -> None:
+        """A `POST /v1/estimate` answer: its Hub look-up, if it made one."""
+        from service.observability.answers import estimate_hub_outcome
+
+        outcome = estimate_hub_outcome(estimate)
+        if outcome is not None and self.metrics is not None:
+            self.metrics.hub_lookups.labels(outcome).inc()
+
+    def count_hub_error(self, code: str) -> None:
+        """A Hub look-up that failed (`hub_gated`, `hub_not_found`, ...) outside a chat answer."""
+        if self.metrics is not None:
+            self.metrics.hub_lookups.labels(code).inc()
+
     def count_coach_answer(self, language: str, graded: bool) -> None:
         """A coach answer (`POST /v1/coach/answers`): task `quiz` when graded, `hint` otherwise."""
         if self.metrics is not None:

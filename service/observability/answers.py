@@ -19,6 +19,7 @@ from service.api.sse_wire import EncodedAnswer
 from service.observability.context import current_request
 from service.observability.metrics import ServiceMetrics
 from service.observability.tracing import span
+from tools.result import Estimate
 
 if TYPE_CHECKING:
     from service.api.turns import PreparedTurn
@@ -50,9 +51,14 @@ def hub_outcome(answer: Answer) -> str | None:
             if f'"code":"{code}"' in raw:
                 return outcome
         return None
-    if answer.estimate is None:
+    return estimate_hub_outcome(answer.estimate)
+
+
+def estimate_hub_outcome(estimate: Estimate | None) -> str | None:
+    """'fetched' or 'cache' when the estimate's model came from the Hub (its `model.hub*` assumption)."""
+    if estimate is None:
         return None
-    for assumption in answer.estimate.assumptions:
+    for assumption in estimate.assumptions:
         if assumption.code in HUB_CODES:
             return HUB_CODES[assumption.code]
     return None
