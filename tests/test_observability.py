@@ -136,7 +136,9 @@ def test_counters_move_with_each_kind_of_answer_and_refusal(server: tuple[str, P
     assert moved(answers, channel="web", task="inference", language="zh", agent="offline") == 1
     assert moved(answers, channel="web", task="concept", language="en", agent="offline") == 1
     assert moved(answers, channel="openai", task="lora", language="en", agent="offline") == 1
-    assert moved(answers, channel="coach", task="quiz", language="en", agent="offline") == 1
+    # a graded answer is a quiz answer; one with nothing gradable for this question's quantity, a hint
+    coach_task = "hint" if graded.json()["correct"] is None else "quiz"
+    assert moved(answers, channel="coach", task=coach_task, language="en", agent="offline") == 1
     errors = "vramwise_errors_total"
     assert moved(errors, reason="unknown_model") == 1  # in the stream: the catalog does not know it
     assert moved(errors, reason="invalid_api_key") == 1
@@ -146,6 +148,29 @@ def test_counters_move_with_each_kind_of_answer_and_refusal(server: tuple[str, P
     assert moved("vramwise_http_requests_total", method="POST", route="/v1/chat", status="413") == 1
     assert moved("vramwise_store_seconds_count", operation="begin_turn") == 5  # 4 web + 1 openai turns
     assert value(after, "vramwise_active_streams", channel="web") == 0
+
+
+def test_label_values_stay_bounded_whatever_a_client_sends(server: tuple[str, Path]) -> None:
+    url, _ = server
+    before = samples(url)
+    webdav = httpx.request("PROPFIND", f"{url}/v1/chat", headers=AUTH)
+    assert webdav.status_code == 405
+    assert httpx.get(f"{url}/no/such/path/{'x' * 40}", headers=AUTH).status_code == 404
+    after = samples(url)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    http = "vramwise_http_requests_total"
+    status = str(webdav.status_code)
+    assert (
+        moved(http, method="other", route="/v1/chat", status=status) == 1
+    )  # the method is not a label value
+    assert moved(http, method="GET", route="unmatched", status="404") == 1  # nor the unknown path
+    assert moved("vramwise_errors_total", reason="not_found") == 1
+    assert not any(
+        labels for name, labels in after if "PROPFIND" in dict(labels).values() or "x" * 40 in str(labels)
+    )
 
 
 def test_histogram_buckets_fill(server: tuple[str, Path]) -> None:

@@ -191,12 +191,12 @@ class TurnRunner:
         Torn down before its end (the client went away), the stored turn is marked interrupted."""
         await self.begin(turn)
         ended = False
+        observed = self.observer.observe(turn) if self.observer is not None else None
         try:
-            stream = self.agent.stream(turn.question, turn.state, turn.language)
-            if self.observer is not None:
-                stream = self.observer.watch(turn, stream)
-            async with aclosing(stream) as events:
+            async with aclosing(self.agent.stream(turn.question, turn.state, turn.language)) as events:
                 async for ev in events:
+                    if observed is not None:
+                        observed.see(ev)
                     if isinstance(ev, DoneEvent):
                         answer = ev.answer.model_copy(update={"conversation_id": turn.conversation_id})
                         ended = True
@@ -216,12 +216,16 @@ class TurnRunner:
                     yield ev
         except Exception:
             log.exception("agent %s failed on a question", getattr(self.agent, "name", "?"))
+            if observed is not None:
+                observed.failed()
             ended = True
             message = "internal error while answering; the details are in the service log"
             await self._finish(turn, "error", message)
             yield ErrorEvent(message=message)
             return
         finally:
+            if observed is not None:
+                observed.close()
             if not ended and turn.turn_id is not None:
                 # torn down mid-answer (GeneratorExit / cancellation): nothing may be awaited any more
                 self.store.finish_turn_soon(turn.turn_id, turn.conversation_id, "interrupted")

@@ -11,6 +11,7 @@ The process metrics (`process_*`) are the serving process's; the worker pool's s
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -39,6 +40,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
@@ -135,6 +137,15 @@ class ServiceMetrics:
             buckets=HTTP_BUCKETS,
             registry=registry,
         )
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept: the hot path (every chat stream) looks it up in a dict instead of
+        prometheus-client's validation and lock on each call."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def watch_workers(self, count: Callable[[], int]) -> None:
         """The worker gauge reads `count()` at each scrape."""

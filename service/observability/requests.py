@@ -17,6 +17,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.api.errors import STATUS_CODES
 from service.observability.context import RequestRecord, channel_of, current_request, request_id_from
 from service.observability.metrics import ServiceMetrics
 from service.observability.tracing import tag_current_span
@@ -24,7 +25,8 @@ from service.observability.tracing import tag_current_span
 access_log = logging.getLogger("vramwise.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
-STATUS_REASONS = {404: "not_found", 405: "method_not_allowed"}
+# label values stay a bounded set whatever a client sends: any other method is `other`
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def route_of(scope: Scope, routes: Sequence[BaseRoute] = ()) -> str:
@@ -69,7 +71,7 @@ class ObservabilityMiddleware:
         incoming = next((v for k, v in scope.get("headers", ()) if k == REQUEST_ID_HEADER), None)
         record = RequestRecord(
             request_id=request_id_from(incoming),
-            method=scope["method"],
+            method=scope["method"] if scope["method"] in METHODS else "other",
             path=scope["path"],
             channel=channel_of(scope["path"]),
         )
@@ -101,11 +103,11 @@ class ObservabilityMiddleware:
         route = route_of(scope, self.routes if status != 404 else ())
         reason = state.get("refusal_reason")
         if reason is None and status >= 400:
-            reason = STATUS_REASONS.get(status, "internal_error" if status >= 500 else f"http_{status}")
+            reason = STATUS_CODES.get(status, "internal_error" if status >= 500 else f"http_{status}")
         metrics = self.metrics
         if metrics is not None:
-            metrics.http_requests.labels(record.method, route, str(status)).inc()
-            metrics.http_seconds.labels(record.method, route).observe(seconds)
+            metrics.child(metrics.http_requests, record.method, route, str(status)).inc()
+            metrics.child(metrics.http_seconds, record.method, route).observe(seconds)
             if reason is not None and status >= 400:
                 metrics.errors.labels(reason).inc()
         if access_log.isEnabledFor(self.access_level):
