@@ -45,7 +45,7 @@ from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, Language
 from service.agent.offline.language import detect_language
 from service.api import sse_wire
-from service.observability.tracing import continued, span, trace_carrier
+from service.observability.tracing import continued, flush_spans, span, trace_carrier
 
 if TYPE_CHECKING:
     from service.agent.offline.agent import OfflineAgent
@@ -149,6 +149,8 @@ def _serve_worker(sock: socket.socket, settings_data: dict[str, Any], inherited:
                 sock.sendall(_frame(reply))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the serving process closed its end first (it is stopping): nobody waits for the answer
+    finally:
+        flush_spans()  # a process of the pool ends without the interpreter's exit handlers
 
 
 def _picklable(exc: Exception) -> Exception:

@@ -77,6 +77,14 @@ def tag_current_span(request_id: str) -> str | None:
     return format(context.trace_id, "032x")
 
 
+def flush_spans(timeout_ms: int = 2000) -> None:
+    """Export the spans this process still holds (a worker process about to end: it exits without running
+    the exit handlers that would)."""
+    flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+    if flush is not None:
+        flush(timeout_ms)
+
+
 def trace_carrier() -> dict[str, str]:
     """The current span's context as W3C `traceparent` headers (to hand to a worker process); empty when no
     span is recording."""
