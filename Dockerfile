@@ -10,12 +10,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Project metadata and its build hook first, then the packages it ships (tools, service, prompts); the postgres extra
-# brings asyncpg for VRAMWISE_DATABASE_URL=postgresql+asyncpg://...
+# brings asyncpg for VRAMWISE_DATABASE_URL=postgresql+asyncpg://..., the otel extra the OTLP trace exporter
+# (used only when OTEL_EXPORTER_OTLP_ENDPOINT is set)
 COPY pyproject.toml README.md build_hooks.py ./
 COPY tools ./tools
 COPY service ./service
 COPY prompts ./prompts
-RUN pip install ".[postgres]"
+RUN pip install ".[postgres,otel]"
 
 # Non-root user; the SQLite file (the default store) lives in a volume-friendly /data.
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin vramwise \

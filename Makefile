@@ -18,7 +18,7 @@ $(BIN)/vramwise: pyproject.toml
 install: $(BIN)/vramwise
 
 $(VENV)/.test-installed: pyproject.toml $(BIN)/vramwise
-	$(BIN)/pip install -q -e ".[test,slack,postgres,trace]"
+	$(BIN)/pip install -q -e ".[test,slack,postgres,trace,otel]"
 	@touch $@
 
 install-test: $(VENV)/.test-installed

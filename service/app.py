@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +35,7 @@ from service.coach.coach import Coach
 from service.coach.interview.session import Interviewer
 from service.coach.interview.store import InterviewStore
 from service.coach.store import CoachStore
+from service.observability import Observability
 from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
@@ -61,13 +62,18 @@ How much GPU memory does this need? A deterministic, cited estimator with a chat
 def create_app(settings: Settings | None = None, *, agent: Agent | None = None) -> FastAPI:
     """Build the app. `agent` overrides the configured one (tests); otherwise `build_agent(settings)`."""
     settings = settings or Settings()
-    served, replay = _serving_agents(settings, agent)
+    observability = Observability.from_settings(settings)
+    served, replay = _serving_agents(settings, agent, observability.llm_callbacks())
     lifecycle = [served] if replay is served else [served, replay]
     store = ConversationStore(settings.database_url)
     coach_store = CoachStore(settings.database_url)
     interview_store = InterviewStore(settings.database_url)
     runner = TurnRunner(
-        agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
+        agent=served,
+        store=store,
+        max_message_chars=settings.max_message_chars,
+        replay_agent=replay,
+        observer=observability.answers,
     )
     slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
 
@@ -102,6 +108,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         description=DESCRIPTION,
         version=_version(),
         lifespan=lifespan,
+        telemetry=observability.fastapi_telemetry(),  # request spans when OTLP export is configured
         docs_url=None,  # served by install_docs: local Swagger UI when installed (offline)
         redoc_url=None,  # ReDoc only loads from a CDN
     )
@@ -129,6 +136,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         add_routes(app, router)
     app.mount("/static", StaticFiles(directory=web.WEB_DIR), name="static")
     install_docs(app)
+    observability.install(app, served)  # outermost: request ids, metrics, access lines, GET /metrics
     return app
 
 
@@ -174,7 +182,7 @@ def add_routes(app: FastAPI, router: APIRouter) -> None:
 
 
 def _serving_agents(
-    settings: Settings, agent: Agent | None
+    settings: Settings, agent: Agent | None, llm_callbacks: Callable[[], list] | None = None
 ) -> tuple[ThreadedAgent | ProcessPoolAgent, ThreadedAgent | ProcessPoolAgent]:
     """The agent that answers, and the offline one that re-parses OpenAI-style histories.
 
@@ -187,7 +195,7 @@ def _serving_agents(
         served = ThreadedAgent(agent)
         return served, served
     settings_data = settings.model_dump()
-    built = build_agent(settings)
+    built = build_agent(settings, callbacks=llm_callbacks)
     if built.name == "offline":
         offline: ThreadedAgent | ProcessPoolAgent = (
             ThreadedAgent(built)

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from service.agent.assumption_text import with_english_text  # the JSON keeps each reason in English
 from tools.errors import ScenarioError
-from tools.estimator import estimate
+from tools.estimator import add_plan, estimate
 from tools.model.architecture import Architecture
 from tools.result import Assumption, Estimate
 from tools.scenario import Scenario
@@ -326,14 +328,30 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
     )
 
 
+def _traced(name: str, **attributes: Any) -> AbstractContextManager[Any]:
+    """A span named `name` when this process traces: OpenTelemetry is loaded in the service (FastAPI imports
+    it; its worker processes inherit it) and the service installs a tracer provider when
+    OTEL_EXPORTER_OTLP_ENDPOINT is set (service/observability/tracing.py). The command line never imports it
+    (~80 ms of start-up): nothing then."""
+    otel_trace = sys.modules.get("opentelemetry.trace")
+    if otel_trace is None:
+        return nullcontext()
+    return otel_trace.get_tracer("vramwise").start_as_current_span(name, attributes=attributes or None)
+
+
 def fetch_hub_model(repo_id: str, settings: HubSettings | None = None) -> HubModel:
     """The repo's architecture and counts, within `settings.timeout_s`; ScenarioError naming the setting otherwise."""
+    s = settings or HubSettings.from_env()
+    with _traced("hub", **{"hub.repo": repo_id, "hub.endpoint": s.endpoint}):
+        return _fetch_within_time(repo_id, s)
+
+
+def _fetch_within_time(repo_id: str, s: HubSettings) -> HubModel:
     # imported here, not at module level: every estimate passes through this module (estimate_any_model)
     # and only a Hub look-up needs the thread pool (concurrent.futures also loads logging)
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    s = settings or HubSettings.from_env()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub")
     try:
         future = pool.submit(_fetch, repo_id.strip(), s)
@@ -392,9 +410,14 @@ def resolve_hub_scenario(
 
 
 def estimate_any_model(scenario: Scenario, plan: bool = True) -> Estimate:
-    """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks."""
+    """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks; the estimator
+    and the planner are a span each where the process traces (`_traced`)."""
     resolved, assumption = resolve_hub_scenario(scenario)
-    est = estimate(resolved, plan=plan)
+    with _traced("estimator"):
+        est = estimate(resolved, plan=plan, run_planner=False)
+    if plan:
+        with _traced("planner"):
+            est = add_plan(est)
     if assumption is not None:
         est = est.model_copy(update={"assumptions": [assumption, *est.assumptions]})
     return with_english_text(est)

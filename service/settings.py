@@ -7,6 +7,8 @@ Everything else uses the VRAMWISE_ prefix.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -68,6 +70,16 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("VRAMWISE_SLACK_SIGNING_SECRET", "SLACK_SIGNING_SECRET")
     )
     slack_api_url: str | None = None  # base URL of the Slack Web API; tests point this at a fake one
+
+    # What an operator sees (service/observability): GET /metrics (false: no such route) and its own bearer
+    # token, JSON log lines, question text in the access lines (off: never logged), OTLP traces
+    metrics: bool = True
+    metrics_token: str | None = None
+    log_format: Literal["text", "json"] = "text"
+    log_questions: bool = False
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None, validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
 
     @property
     def llm_configured(self) -> bool:

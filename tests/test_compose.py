@@ -196,7 +196,9 @@ def test_dockerfile_base_user_healthcheck_and_command() -> None:
     argv = json.loads(cmd.group(1))
     assert argv[:2] == ["vramwise", "serve"]
     assert argv[argv.index("--host") + 1] == "0.0.0.0"
-    assert re.search(r'pip install "\.\[postgres\]"', text)  # asyncpg for the PostgreSQL URL
+    extras = re.search(r'pip install "\.\[([a-z,]+)\]"', text)
+    assert extras and "postgres" in extras.group(1).split(",")  # asyncpg for the PostgreSQL URL
+    assert "otel" in extras.group(1).split(",")  # the OTLP exporter, for OTEL_EXPORTER_OTLP_ENDPOINT
 
 
 def test_dockerfile_copies_exist_and_are_not_ignored() -> None:

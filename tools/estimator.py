@@ -139,8 +139,11 @@ def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:
     return totals
 
 
-def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
-    """Estimate the peak GPU memory of `scenario` on its most loaded GPU (see the module docstring)."""
+def estimate(scenario: Scenario, *, plan: bool = True, run_planner: bool = True) -> Estimate:
+    """Estimate the peak GPU memory of `scenario` on its most loaded GPU (see the module docstring).
+
+    `run_planner=False` with `plan=True`: the planned estimate less what the planner adds (suggestions,
+    min_gpus), which `add_plan` then adds (the service traces the two apart: service/hub.py)."""
     rs = resolve(scenario)
     pk = peak_for(rs)
     total = pk.total_bytes
@@ -201,13 +204,17 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
         from tools.serving_answer import with_engine
 
         est = with_engine(est, rs, pk)
-    if plan:
-        from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
+    return add_plan(est) if plan and run_planner else est
 
-        result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
-        est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
-        est.min_gpus = result.min_gpus
-        est.min_gpus_changes = result.min_gpus_changes
+
+def add_plan(est: Estimate) -> Estimate:
+    """The planner's suggestions (the cheapest few) and min_gpus, set on `est` (which it returns)."""
+    from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
+
+    result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
+    est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
+    est.min_gpus = result.min_gpus
+    est.min_gpus_changes = result.min_gpus_changes
     return est
 
 

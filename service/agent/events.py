@@ -98,6 +98,9 @@ class NoticeEvent(BaseModel):
     type: Literal["notice"] = "notice"
     message: str
     code: str | None = None
+    # why, as a short slug for the operator's metrics (an LLM fallback: timeout, connection, http_429, ...);
+    # not part of the event's data
+    reason: str | None = Field(default=None, exclude=True)
 
 
 class DoneEvent(BaseModel):

@@ -8,7 +8,8 @@ imported when the LLM agent is built, so the offline path stays light.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from service.agent.base import Agent
 from service.settings import Settings
@@ -20,9 +21,14 @@ logger = logging.getLogger("vramwise.agent")
 
 
 def build_agent(
-    settings: Settings, *, force_offline: bool = False, chat_model: BaseChatModel | None = None
+    settings: Settings,
+    *,
+    force_offline: bool = False,
+    chat_model: BaseChatModel | None = None,
+    callbacks: Callable[[], list[Any]] | None = None,
 ) -> Agent:
-    """The agent for these settings. `chat_model` injects a chat model (tests: a scripted fake)."""
+    """The agent for these settings. `chat_model` injects a chat model (tests: a scripted fake); `callbacks`
+    makes each request's LangChain callback handlers for the LLM agent (service/observability/llm.py)."""
     from service.agent.offline import OfflineAgent
 
     offline = OfflineAgent()
@@ -37,4 +43,4 @@ def build_agent(
     from service.agent.llm.endpoint import injected, openai_compatible
 
     factory = injected(chat_model) if chat_model is not None else openai_compatible(settings)
-    return LLMAgent(factory, fallback=offline)
+    return LLMAgent(factory, fallback=offline, callbacks=callbacks)

@@ -36,6 +36,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
@@ -44,6 +45,7 @@ from service.agent.base import ConversationState
 from service.agent.events import AgentEvent, Language
 from service.agent.offline.language import detect_language
 from service.api import sse_wire
+from service.observability.tracing import continued, flush_spans, span, trace_carrier
 
 if TYPE_CHECKING:
     from service.agent.offline.agent import OfflineAgent
@@ -90,11 +92,17 @@ def _detach_from_server_signals() -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _answer(question: str, state: ConversationState, language: Language | None) -> list[sse_wire.Wire]:
+def _answer(
+    question: str, state: ConversationState, language: Language | None, trace: dict[str, str] | None = None
+) -> list[sse_wire.Wire]:
     """One question answered in the worker: its events, text in pieces, in wire form (sse_wire.encode). The
-    offline agent makes its text in pieces (`OfflineAgent.events`) and runs without an event loop."""
+    offline agent makes its text in pieces (`OfflineAgent.events`) and runs without an event loop. With
+    `trace` (the asking request's trace context), its work is a span of that trace (and the estimator's,
+    the planner's and a Hub look-up's spans under it: service/hub.py)."""
     agent: OfflineAgent = _worker["agent"]
-    events = coalesce_tokens(list(agent.events(question, state, language, piece_chars=TOKEN_PIECE_CHARS)))
+    with continued(trace), span("offline agent") if trace else nullcontext():
+        pieces = agent.events(question, state, language, piece_chars=TOKEN_PIECE_CHARS)
+        events = coalesce_tokens(list(pieces))
     # the chat stream's display language: the agents' own rule (stated, else the question's, else the conversation's)
     display_language = language or detect_language(question, default=state.language or "en")
     memo: dict[Any, str] = {}
@@ -133,14 +141,16 @@ def _serve_worker(sock: socket.socket, settings_data: dict[str, Any], inherited:
         sock.sendall(_frame(("ready", os.getpid())))
         while data := sock.recv(READ_BYTES):
             buffer += data
-            for request_id, question, state, language in _frames(buffer):
+            for request_id, question, state, language, *trace in _frames(buffer):
                 try:
-                    reply: tuple[Any, ...] = (request_id, True, _answer(question, state, language))
+                    reply: tuple[Any, ...] = (request_id, True, _answer(question, state, language, *trace))
                 except Exception as exc:  # the serving process logs it and answers with an error event
                     reply = (request_id, False, _picklable(exc))
                 sock.sendall(_frame(reply))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the serving process closed its end first (it is stopping): nobody waits for the answer
+    finally:
+        flush_spans()  # a process of the pool ends without the interpreter's exit handlers
 
 
 def _picklable(exc: Exception) -> Exception:
@@ -301,12 +311,14 @@ class ProcessPoolAgent:
         # its turns: the offline agent reads the conversation's id, language and scenario, never its history
         if state.turns:
             state = state.model_copy(update={"turns": []})
-        wires = await self._answer(question, state, language)
+        # the request's trace context, when it is traced: the worker's spans join the request's trace
+        carrier = trace_carrier()
+        wires = await self._answer(question, state, language, *((carrier,) if carrier else ()))
         for wire in wires:
             yield sse_wire.decode(wire, _EVENT)
 
     async def _answer(
-        self, question: str, state: ConversationState, language: Language | None
+        self, question: str, state: ConversationState, language: Language | None, *trace: dict[str, str]
     ) -> list[sse_wire.Wire]:
         """Answered by the least busy worker; if it died first, it is replaced and the question asked again:
         the offline agent is deterministic and has no side effects, so a retry is safe. Up to one more try
@@ -316,7 +328,7 @@ class ProcessPoolAgent:
         for attempt in range(1, attempts + 1):
             worker = await self._pick()
             try:
-                return await worker.ask(next(self._ids), (question, state, language))
+                return await worker.ask(next(self._ids), (question, state, language, *trace))
             except WorkerDied:
                 log.error("an offline agent worker died (attempt %d of %d)", attempt, attempts)
                 if attempt == attempts:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES
-from service.coach.coach import AnswerOut, Coach, CoachError, QuestionOut, SessionOut, Topic
+from service.coach.coach import AnswerOut, Coach, CoachError, QuestionOut, SessionOut, Topic, answer_language
 
 router = APIRouter(tags=["coach"])
 
@@ -71,11 +71,15 @@ async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
     response_model=AnswerOut,
     responses={code: ERROR_RESPONSES[code] for code in (400, 404, 413, 415, 422)},
 )
-async def coach_answer(body: AnswerRequest, coach: CoachDep) -> AnswerOut:
+async def coach_answer(body: AnswerRequest, coach: CoachDep, request: Request) -> AnswerOut:
     try:
-        return await coach.answer(body.session_id, body.question_id, body.answer)
+        graded = await coach.answer(body.session_id, body.question_id, body.answer)
     except CoachError as err:
         raise _api_error(err) from None
+    observability = getattr(request.app.state, "observability", None)
+    if observability is not None:  # the operator's answers by channel (service/observability)
+        observability.count_coach_answer(answer_language(body.answer, "en"), graded.correct is not None)
+    return graded
 
 
 @router.get(

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
 STORE_RETRY_AFTER_S = 5
+STATUS_CODES = {404: "not_found", 405: "method_not_allowed", 500: "internal_error"}  # errors without a code
 
 
 class ApiError(Exception):
@@ -50,6 +51,8 @@ _OPENAI_TYPES = {400: "invalid_request_error", 404: "invalid_request_error", 422
 
 
 def error_response(request: Request, err: ApiError) -> JSONResponse:
+    # the refusal's reason, for the operator's metrics and access line (service/observability/requests.py)
+    request.scope.setdefault("state", {})["refusal_reason"] = err.code or STATUS_CODES.get(err.status_code)
     if request.url.path.startswith(OPENAI_PATHS):
         body: dict[str, Any] = {
             "error": {
@@ -140,7 +143,13 @@ def install_error_handlers(app: FastAPI) -> None:
             suggestions=exc.suggestions,
             code="invalid_scenario",
         )
-        return error_response(request, err)
+        response = error_response(request, err)
+        observability = getattr(request.app.state, "observability", None)
+        if exc.code and exc.code.startswith("hub_"):  # a Hub look-up failed: its own reason in the metrics
+            request.scope["state"]["refusal_reason"] = exc.code
+            if observability is not None:
+                observability.count_hub_error(exc.code)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

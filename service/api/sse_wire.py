@@ -179,6 +179,11 @@ class EncodedAnswer(_Lazy, Answer):
     _stored_scenario: str | None = PrivateAttr(None)
     _has_stored_scenario: bool = PrivateAttr(False)
 
+    def raw_json(self, name: str) -> str | None:
+        """A lazy field's JSON text as the worker wrote it ('null' for none), without decoding it."""
+        private = self.__pydantic_private__ or {}
+        return (private.get("_lazy_json") or {}).get(name)
+
     def stored_scenario_json(self) -> tuple[bool, str | None]:
         """(known, the scenario's JSON as the store writes it)."""
         private = self.__pydantic_private__ or {}

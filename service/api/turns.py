@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from contextlib import AbstractContextManager, aclosing, nullcontext
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from service.agent.base import Agent, ConversationState, Turn
 from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, NoticeEvent
@@ -22,6 +23,9 @@ from service.api.errors import ApiError
 from service.api.sse_wire import EncodedAnswer
 from service.store import ConversationStore, TurnStatus
 from tools.errors import quote
+
+if TYPE_CHECKING:
+    from service.observability.answers import AnswerObserver
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +68,16 @@ class TurnRunner:
         store: ConversationStore,
         max_message_chars: int,
         replay_agent: Agent | None = None,
+        observer: AnswerObserver | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.max_message_chars = max_message_chars
         self.replay_agent = replay_agent or agent
+        self.observer = observer  # counts and traces each turn's answer (service/observability)
+
+    def _store_call(self, operation: str) -> AbstractContextManager[None]:
+        return self.observer.store_call(operation) if self.observer is not None else nullcontext()
 
     # ---- validation --------------------------------------------------------------------------------
     def check_message(self, message: str, field: str = "message") -> str:
@@ -109,7 +118,8 @@ class TurnRunner:
             cid = new_conversation_id()
             state = ConversationState(conversation_id=cid)
         else:
-            loaded = await self.store.load_state(conversation_id, owner)
+            with self._store_call("load_state"):
+                loaded = await self.store.load_state(conversation_id, owner)
             if loaded is None and not create_if_missing:
                 raise ApiError(
                     404,
@@ -169,9 +179,10 @@ class TurnRunner:
             return
         turn.begun = True
         try:
-            turn.turn_id = await self.store.begin_turn(
-                turn.conversation_id, turn.question, turn.answer_language, owner=turn.owner
-            )
+            with self._store_call("begin_turn"):
+                turn.turn_id = await self.store.begin_turn(
+                    turn.conversation_id, turn.question, turn.answer_language, owner=turn.owner
+                )
         except Exception:
             log.exception("could not store the question of conversation %s", turn.conversation_id)
 
@@ -180,9 +191,12 @@ class TurnRunner:
         Torn down before its end (the client went away), the stored turn is marked interrupted."""
         await self.begin(turn)
         ended = False
+        observed = self.observer.observe(turn) if self.observer is not None else None
         try:
             async with aclosing(self.agent.stream(turn.question, turn.state, turn.language)) as events:
                 async for ev in events:
+                    if observed is not None:
+                        observed.see(ev)
                     if isinstance(ev, DoneEvent):
                         answer = ev.answer.model_copy(update={"conversation_id": turn.conversation_id})
                         ended = True
@@ -202,12 +216,16 @@ class TurnRunner:
                     yield ev
         except Exception:
             log.exception("agent %s failed on a question", getattr(self.agent, "name", "?"))
+            if observed is not None:
+                observed.failed()
             ended = True
             message = "internal error while answering; the details are in the service log"
             await self._finish(turn, "error", message)
             yield ErrorEvent(message=message)
             return
         finally:
+            if observed is not None:
+                observed.close()
             if not ended and turn.turn_id is not None:
                 # torn down mid-answer (GeneratorExit / cancellation): nothing may be awaited any more
                 self.store.finish_turn_soon(turn.turn_id, turn.conversation_id, "interrupted")
@@ -216,6 +234,10 @@ class TurnRunner:
         yield ErrorEvent(message=message)
 
     async def _persist(self, turn: PreparedTurn, answer) -> bool:  # type: ignore[no-untyped-def]
+        with self._store_call("finish_turn"):
+            return await self._store_answer(turn, answer)
+
+    async def _store_answer(self, turn: PreparedTurn, answer) -> bool:  # type: ignore[no-untyped-def]
         try:
             if turn.turn_id is None:  # the question could not be stored at the start: store it all now
                 await self.store.append_turn(turn.conversation_id, turn.question, answer)

@@ -6,7 +6,6 @@ Defaults come from Settings (VRAMWISE_HOST / VRAMWISE_PORT, else 127.0.0.1:8000)
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 EXIT_BAD_INPUT = 2
@@ -35,11 +34,19 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.app import create_app
+    from service.observability.logs import configure_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_format)  # text, or one JSON object a line (VRAMWISE_LOG_FORMAT=json)
     app = create_app(settings)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            access_log=False,  # the service writes its own access lines (service/observability/requests.py)
+            log_config=None,  # uvicorn's lines go through the handler configured above
+        )
     except OSError as exc:  # address in use, permission denied
         print(f"serve: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -120,10 +120,12 @@ class LLMAgent:
         fallback: Agent,
         *,
         recursion_limit: int = RECURSION_LIMIT,
+        callbacks: Callable[[], list[Any]] | None = None,
     ) -> None:
         self._chat_model_factory = chat_model_factory
         self._fallback = fallback
         self._recursion_limit = recursion_limit
+        self._callbacks = callbacks  # makes one request's LangChain callback handlers (the service's metrics)
 
     async def stream(
         self, question: str, state: ConversationState, language: Language | None = None
@@ -132,6 +134,7 @@ class LLMAgent:
         run = _Run(question, state, lang)
         handle: ChatModelHandle | None = None
         failure: str | None = None
+        failure_slug = "empty_answer"
         violation: list[Figure] = []
         try:
             handle = self._chat_model_factory()
@@ -142,7 +145,9 @@ class LLMAgent:
                 middleware=[_ToolGuard(run.recorder)],
             )
             inputs = {"messages": [*_history(state), HumanMessage(question)]}
-            config = {"recursion_limit": self._recursion_limit}
+            config: dict[str, Any] = {"recursion_limit": self._recursion_limit}
+            if self._callbacks is not None:
+                config["callbacks"] = self._callbacks()
             async with aclosing(graph.astream(inputs, config=config, stream_mode="messages")) as items:
                 async for chunk, meta in items:
                     for event in run.tool_events():
@@ -165,7 +170,7 @@ class LLMAgent:
             if not violation and not run.gate.released.strip():
                 failure = "the model returned an empty answer"
         except Exception as err:  # any endpoint or agent failure: the offline agent answers
-            failure = _describe(err)
+            failure, failure_slug = _describe(err), failure_code(err)
             logger.warning("LLM agent failed (%s); falling back to the offline agent", failure)
             logger.debug("LLM agent failure", exc_info=err)
         finally:
@@ -179,7 +184,7 @@ class LLMAgent:
             async for event in self._after_violation(run, violation):
                 yield event
         elif failure is not None:
-            async for event in self._offline(run, "llm_unavailable", reason=failure):
+            async for event in self._offline(run, "llm_unavailable", failure_slug, reason=failure):
                 yield event
         else:
             yield DoneEvent(answer=run.answer(run.gate.released, agent="llm"))
@@ -188,22 +193,24 @@ class LLMAgent:
         figure = ", ".join(f.text for f in violation)
         estimate = run.last_estimate
         if estimate is None:  # figures without any tool run: the offline agent answers from scratch
-            async for event in self._offline(run, "grounding", figure=figure):
+            async for event in self._offline(run, "grounding", "grounding", figure=figure):
                 yield event
             return
         from service.agent.render import render_answer
 
         notices = _notices(run.language)
-        yield NoticeEvent(code="grounding", message=notices["grounding"].format(figure=figure))
+        yield NoticeEvent(
+            code="grounding", message=notices["grounding"].format(figure=figure), reason="grounding"
+        )
         prefix = notices["separator"] if run.gate.released.strip() else ""
         templated = render_answer(estimate, run.language)
         for piece in _paragraphs(prefix + templated):
             yield TokenEvent(text=piece)
         yield DoneEvent(answer=run.answer(run.gate.released + prefix + templated, agent="llm->offline"))
 
-    async def _offline(self, run: _Run, code: str, **fmt: str) -> AsyncIterator[AgentEvent]:
+    async def _offline(self, run: _Run, code: str, slug: str, **fmt: str) -> AsyncIterator[AgentEvent]:
         notices = _notices(run.language)
-        yield NoticeEvent(code=code, message=notices[code].format(**fmt))
+        yield NoticeEvent(code=code, message=notices[code].format(**fmt), reason=slug)
         prefix = notices["separator"] if run.gate.released.strip() else ""
         if prefix:
             yield TokenEvent(text=prefix)
@@ -348,3 +355,20 @@ def _describe(err: BaseException) -> str:
     if isinstance(err, ToolArgumentsExhausted):
         return "the model could not produce valid tool arguments"
     return type(err).__name__
+
+
+def failure_code(err: BaseException) -> str:
+    """The failure as a metrics label: timeout, connection, http_<status>, tool_arguments, other."""
+    import openai
+
+    from service.agent.llm.tools import ToolArgumentsExhausted
+
+    if isinstance(err, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(err, openai.APIConnectionError):
+        return "connection"
+    if isinstance(err, openai.APIStatusError):
+        return f"http_{err.status_code}"
+    if isinstance(err, ToolArgumentsExhausted):
+        return "tool_arguments"
+    return "other"

@@ -315,5 +315,6 @@ def _scenario_error(err: ScenarioError, lang: Language, stated: dict[str, Any]) 
         field=err.field,
         accepted=err.accepted,
         suggestions=err.suggestions,
-        detail={"error": err.render(), "language": lang, "stated": stated},
+        # `code`: the error's code (e.g. hub_gated), for the operator's metrics (not sent to the user)
+        detail={"error": err.render(), "code": err.code, "language": lang, "stated": stated},
     )
