@@ -22,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 LORA_EN = "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?"
 INFERENCE_ZH = "Qwen2.5-7B 在一张 4090 上推理需要多少显存?"
 CONCEPT = "What is ZeRO-3?"
-UNKNOWN_MODEL = "Can I fine-tune llama-9b-nonexistent with LoRA on one RTX 4090?"
+UNKNOWN_MODEL = "Can I fine-tune llama-5-9b with LoRA on one RTX 4090?"
 
 
 def samples(url: str, headers: dict[str, str] | None = None) -> dict[tuple[str, frozenset], float]:
