@@ -18,11 +18,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from service.agent.asked import Asked
+from service.agent.asked_text import asked_lines
 from service.agent.assumption_text import assumption_text
 from service.agent.base import ConversationState
 from service.agent.events import (
     AgentEvent,
     Answer,
+    AskedEvent,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -30,15 +33,17 @@ from service.agent.events import (
     ScenarioEvent,
     TokenEvent,
 )
+from service.agent.inquiry_answer import answer_inquiry, subject_for
 from service.agent.offline.followup import is_followup, merge_followup
+from service.agent.offline.inquiry import Inquiry, read_inquiry
 from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
-from service.agent.offline.parser import ParsedQuestion, parse_question
+from service.agent.offline.parser import ParsedQuestion, normalise, parse_question
 from service.agent.pieces import text_groups
 from service.agent.render import (
     display_texts,
-    render_answer_parts,
     render_concept_lines,
+    render_detail_lines,
     render_error,
     render_gpu_list,
     render_help,
@@ -46,7 +51,7 @@ from service.agent.render import (
     render_model_list,
     render_scenario_line,
 )
-from service.agent.summary import text_summary
+from service.agent.summary import summary_lines, text_summary
 from service.hub import estimate_any_model
 from tools.catalog import find_gpu, resolve_model
 from tools.errors import ScenarioError
@@ -138,7 +143,8 @@ class OfflineAgent:
     def _estimate_events(
         self, parsed: ParsedQuestion, state: ConversationState, lang: Language, piece_chars: int
     ) -> Iterator[AgentEvent]:
-        stated = merge_followup(state.scenario, parsed)
+        inquiry = read_inquiry(normalise(parsed.question))
+        stated = subject_for(inquiry, merge_followup(state.scenario, parsed))
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
         if not has_subject and parsed.topic:
             # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
@@ -170,8 +176,11 @@ class OfflineAgent:
             + "\n\n"
         )
         yield TokenEvent(text=text)
+        asked, target = _inquiry_answer(inquiry, scenario)
+        if asked is not None:
+            yield AskedEvent(asked=asked)
         try:
-            estimate = self._estimate(scenario, plan=True)
+            estimate = self._estimate(target, plan=True)
         except ScenarioError as err:
             yield _scenario_error(err, lang, stated)
             return
@@ -194,11 +203,13 @@ class OfflineAgent:
         estimated = EstimateEvent(estimate=estimate)
         estimated._display = display
         yield estimated
-        summary, detail = render_answer_parts(estimate, lang, parsed.asks, display)
+        lead, opening = asked_lines(asked, lang) if asked is not None else (None, [])
+        summary = summary_lines(estimate, lang, parsed.asks, display, lead=lead)
+        detail = [*opening, *render_detail_lines(estimate, lang, display)]
         text += yield from _text_events(chunk_lines([*summary, "", *detail]), piece_chars)
-        yield DoneEvent(
-            answer=self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
-        )
+        answer = self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
+        answer.asked = asked
+        yield DoneEvent(answer=answer)
 
     # --- everything else -----------------------------------------------------------------------------
 
@@ -287,6 +298,19 @@ def preload_resources() -> None:
     list_models()
     list_gpus()
     lookup_model("llama-2-7b")
+
+
+def _inquiry_answer(inquiry: Inquiry | None, scenario: Scenario) -> tuple[Asked | None, Scenario]:
+    """What an inverse question or comparison asks, answered with the estimator (service/agent/inquiry_answer.py),
+    and the job the answer's estimate is about; (None, the stated job) for a forward question, or when the
+    search cannot run on this job (a model only the Hub knows, an option the estimator refuses)."""
+    if inquiry is None:
+        return None, scenario
+    try:
+        return answer_inquiry(inquiry, scenario)
+    except (ScenarioError, ValidationError, ValueError):
+        log.info("inquiry %s not answered for %s", inquiry, scenario.stated())
+        return None, scenario
 
 
 def _check_names(scenario: Scenario) -> None:

@@ -1,0 +1,122 @@
+"""A comparison in words (prompts/<lang>/asked.toml [compare]): the winner first, a side-by-side table
+(components x options, Markdown: the CLI, the OpenAI-compatible API and the web page show it as is), and
+what each option changes against the first, by its largest component."""
+
+from __future__ import annotations
+
+from service.agent import render
+from service.agent.asked import Asked, AskedOption
+from service.agent.asked_text import _fill, _t
+from tools.compare import Option, difference, rank_key
+from tools.units import fmt_gib
+
+WHY_BY_KEY = ("fits", "fidelity", "fidelity", "speed", "memory")  # tools/compare.py rank_key's terms
+
+
+def _option(o: AskedOption) -> Option:
+    return Option(o.label, {}, o.scenario, o.estimate)
+
+
+def _verdict(o: AskedOption, lang: str) -> str:
+    return render._tpl(lang, "text", "fits_word" if o.estimate.fits else "no_fit_word")
+
+
+def why_code(asked: Asked) -> str:
+    """Which term of the winner order decided (tools/compare.py): the first where the winner beats the
+    runner-up."""
+    best = asked.winner or 0
+    if not asked.options[best].estimate.fits:
+        return "closest"
+    reference = asked.options[0].estimate.scenario
+    keys = [rank_key(_option(o), reference) for o in asked.options]
+    others = [k for i, k in enumerate(keys) if i != best]
+    if not others:
+        return "memory"
+    runner = min(others)
+    for index, (mine, theirs) in enumerate(zip(keys[best], runner, strict=False)):
+        if mine != theirs:
+            return WHY_BY_KEY[index]
+    return "memory"
+
+
+def compare_lead(asked: Asked, lang: str) -> str:
+    """The first line: the winner, why, its total, and every other option's total and verdict."""
+    best = asked.winner or 0
+    win = asked.options[best]
+    others = [
+        _fill(
+            lang,
+            "compare",
+            "other",
+            label=o.label,
+            total=fmt_gib(o.estimate.per_gpu.total_bytes),
+            verdict=_verdict(o, lang),
+        )
+        for i, o in enumerate(asked.options)
+        if i != best
+    ]
+    return _fill(
+        lang,
+        "compare",
+        "lead",
+        winner=win.label,
+        why=_t(lang, "why", why_code(asked)),
+        total=fmt_gib(win.estimate.per_gpu.total_bytes),
+        gpu=win.estimate.gpu.name,
+        others="; ".join(others),
+    )
+
+
+def _labels(asked: Asked, lang: str) -> dict[str, str]:
+    """Component name -> its label in `lang`, in the order they first appear over the options."""
+    out: dict[str, str] = {}
+    for o in asked.options:
+        for c in o.estimate.components:
+            if c.name not in out:
+                out[c.name] = render.component_label(c, lang)
+    return out
+
+
+def compare_table(asked: Asked, lang: str) -> list[str]:
+    """The Markdown table: one row per component, one column per option, then the total and the verdict."""
+    labels = _labels(asked, lang)
+    sums = []
+    for o in asked.options:
+        got: dict[str, int] = {}
+        for c in o.estimate.components:
+            got[c.name] = got.get(c.name, 0) + c.bytes
+        sums.append(got)
+    head = [_t(lang, "compare", "table_component"), *(o.label for o in asked.options)]
+    lines = [_t(lang, "compare", "heading"), "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, label in labels.items():
+        if all(s.get(name, 0) == 0 for s in sums):
+            continue
+        lines.append("| " + " | ".join([label, *(fmt_gib(s.get(name, 0)) for s in sums)]) + " |")
+    totals = [f"**{fmt_gib(o.estimate.per_gpu.total_bytes)}**" for o in asked.options]
+    lines.append("| " + " | ".join([_t(lang, "compare", "table_total"), *totals]) + " |")
+    verdicts = [_verdict(o, lang) for o in asked.options]
+    lines.append("| " + " | ".join([_t(lang, "compare", "table_verdict"), *verdicts]) + " |")
+    return lines
+
+
+def difference_lines(asked: Asked, lang: str) -> list[str]:
+    """What each option after the first changes against it: '{QLoRA} saves 17.30 GiB vs LoRA, mostly weights'."""
+    labels = _labels(asked, lang)
+    first = asked.options[0]
+    out = []
+    for o in asked.options[1:]:
+        delta, part = difference(_option(first), _option(o))
+        key = "same" if delta == 0 else ("saves" if delta < 0 else "costs")
+        component = labels.get(part or "", part or "")
+        out.append(
+            _fill(
+                lang,
+                "compare",
+                key,
+                label=o.label,
+                base=first.label,
+                gib=fmt_gib(abs(delta)),
+                component=component,
+            )
+        )
+    return out
