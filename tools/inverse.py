@@ -27,7 +27,7 @@ from typing import Any
 
 from tools.errors import ScenarioError
 from tools.estimator import estimate, verdict_of
-from tools.result import Estimate
+from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
 # the largest value each search tries (beyond it the question is not a memory question any more)
@@ -219,9 +219,15 @@ def max_completion(stated: Scenario) -> Edge:
 
 
 def max_generations(stated: Scenario) -> Edge:
-    """The most GRPO generations per prompt."""
+    """The most GRPO generations per prompt when one prompt's group is trained at once: TRL spreads the G
+    completions of a prompt over the global batch (trl/trainer/grpo_trainer.py RepeatRandomSampler; the
+    global batch must be a multiple of G), so G completions over the job's GPUs is a micro-batch of
+    ceil(G / GPUs) completions on each. Without that, G alone moves no GPU's memory (tools/rl.py)."""
     job = stated if stated.task == "grpo" else stated.merged(task="grpo")
-    return search_max(job, "num_generations")
+    gpus = job.num_gpus or 1
+    return search_max(
+        job, "num_generations", changes=lambda n: {"num_generations": n, "batch_size": -(-n // gpus)}
+    )
 
 
 def _bare_size(stated: Scenario, params: int) -> Scenario | None:
@@ -305,6 +311,18 @@ def best_format(stated: Scenario) -> Edge:
     return edge
 
 
+# The levers a fewest-GPU figure may assume: no change of method or task (tools/planner.py fidelity rank 0) and
+# at most optimizer offload's slowdown (tools/planner.py SLOWDOWN_OFFLOAD_OPTIMIZER, ZeRO-Offload 1.5x): micro-batch
+# with accumulation, checkpointing, an 8-bit optimizer, fused cross-entropy, ZeRO, optimizer offload, TP; never
+# parameter offload stacked on recompute (2.7x).
+MAX_FIX_SLOWDOWN = 1.5
+
+
+def cheap_fix(sg: Suggestion) -> bool:
+    """A fitting suggestion the fewest-GPU figure may assume (MAX_FIX_SLOWDOWN, fidelity rank 0)."""
+    return sg.fits and sg.fidelity_rank == 0 and (sg.step_time_factor or 1.0) <= MAX_FIX_SLOWDOWN + 1e-9
+
+
 def fewest_gpus(stated: Scenario) -> Edge:
     """The fewest GPUs of the stated type that fit: the planner's (tools/planner.py `_min_gpus`, powers of
     two with the job's strategy spread over them), and, when a cheap fix needs fewer, that fix
@@ -314,9 +332,7 @@ def fewest_gpus(stated: Scenario) -> Edge:
     n, changes = est.min_gpus, dict(est.min_gpus_changes or {})
     # the cheap levers only: a fix that changes the method or the task (LoRA, QLoRA, a shorter context) is
     # another job, not the fewest GPUs of this one (tools/planner.py fidelity ranks)
-    fixes = [
-        sg for sg in est.suggestions if sg.fits and sg.fidelity_rank == 0 and (n is None or sg.num_gpus < n)
-    ]
+    fixes = [sg for sg in est.suggestions if cheap_fix(sg) and (n is None or sg.num_gpus < n)]
     details: dict[str, Any] = {"as_configured": n, "layout": changes}
     if fixes:
         best = min(fixes, key=lambda sg: sg.num_gpus)

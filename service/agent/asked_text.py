@@ -73,7 +73,7 @@ def edge_line(asked: Asked, lang: str) -> str:
             "lead",
             "capped",
             what=_t(lang, "what", field),
-            value=_value(field, asked.value),
+            value=_value(field, asked.value) + _t(lang, "unit", field),
             cap=_cap(asked, lang),
             total=_total(at),
         )

@@ -105,10 +105,10 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
 def _with_fix(estimate: Estimate, lang: str, line: str) -> str:
     """The fewest GPUs as configured, and (when a fitting fix needs fewer: the planner's cheap levers) how
     many with it: "8 as configured, 2 with the fix", never a fewest-GPU figure above a fix that needs fewer."""
+    from tools.inverse import cheap_fix
+
     fewer = [
-        sg.num_gpus
-        for sg in estimate.suggestions
-        if sg.fits and sg.fidelity_rank == 0 and sg.num_gpus < (estimate.min_gpus or 0)
+        sg.num_gpus for sg in estimate.suggestions if cheap_fix(sg) and sg.num_gpus < (estimate.min_gpus or 0)
     ]
     if not fewer:
         return line
