@@ -72,13 +72,16 @@ def _labels(asked: Asked, lang: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for o in asked.options:
         for c in o.estimate.components:
-            if c.name not in out:
-                out[c.name] = render.component_label(c, lang)
+            if c.name not in out:  # the component's plain name: the options hold it in different formats
+                out[c.name] = str(
+                    render._labels(lang, "component").get(c.name) or render.component_label(c, lang)
+                )
     return out
 
 
-def compare_table(asked: Asked, lang: str) -> list[str]:
-    """The Markdown table: one row per component, one column per option, then the total and the verdict."""
+def compare_rows(asked: Asked, lang: str) -> list[list[str]]:
+    """The side-by-side table as rows of cells: the header (component, each option's label), one row per
+    component any option holds, the per-GPU total and the verdict (every channel draws these rows)."""
     labels = _labels(asked, lang)
     sums = []
     for o in asked.options:
@@ -86,17 +89,45 @@ def compare_table(asked: Asked, lang: str) -> list[str]:
         for c in o.estimate.components:
             got[c.name] = got.get(c.name, 0) + c.bytes
         sums.append(got)
-    head = [_t(lang, "compare", "table_component"), *(o.label for o in asked.options)]
-    lines = [_t(lang, "compare", "heading"), "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = [[_t(lang, "compare", "table_component"), *(o.label for o in asked.options)]]
     for name, label in labels.items():
-        if all(s.get(name, 0) == 0 for s in sums):
-            continue
-        lines.append("| " + " | ".join([label, *(fmt_gib(s.get(name, 0)) for s in sums)]) + " |")
-    totals = [f"**{fmt_gib(o.estimate.per_gpu.total_bytes)}**" for o in asked.options]
-    lines.append("| " + " | ".join([_t(lang, "compare", "table_total"), *totals]) + " |")
-    verdicts = [_verdict(o, lang) for o in asked.options]
-    lines.append("| " + " | ".join([_t(lang, "compare", "table_verdict"), *verdicts]) + " |")
+        if any(s.get(name, 0) for s in sums):
+            rows.append([label, *(fmt_gib(s.get(name, 0)) for s in sums)])
+    total = _t(lang, "compare", "table_total").replace("**", "")
+    rows.append([total, *(fmt_gib(o.estimate.per_gpu.total_bytes) for o in asked.options)])
+    rows.append([_t(lang, "compare", "table_verdict"), *(_verdict(o, lang) for o in asked.options)])
+    return rows
+
+
+def compare_table(asked: Asked, lang: str) -> list[str]:
+    """The Markdown table (the answer's text: the OpenAI-compatible API and the web page show it)."""
+    rows = compare_rows(asked, lang)
+    lines = [
+        _t(lang, "compare", "heading"),
+        "",
+        "| " + " | ".join(rows[0]) + " |",
+        "|" + "---|" * len(rows[0]),
+    ]
+    for i, row in enumerate(rows[1:], start=1):
+        cells = [f"**{c}**" for c in row] if i == len(rows) - 2 else row  # the per-GPU total in bold
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def plain_table(asked: Asked, lang: str) -> list[str]:
+    """The same rows as aligned plain text (the CLI), the first column left, the others right."""
+    rows = compare_rows(asked, lang)
+
+    def width(text: str) -> int:  # a CJK character takes two columns in a terminal
+        return sum(2 if ord(ch) > 0x2E80 else 1 for ch in text)
+
+    widths = [max(width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [row[0] + " " * (widths[0] - width(row[0]))]
+        cells += [" " * (widths[i] - width(c)) + c for i, c in enumerate(row[1:], start=1)]
+        out.append("  ".join(cells).rstrip())
+    return out
 
 
 def difference_lines(asked: Asked, lang: str) -> list[str]:
