@@ -27,6 +27,7 @@ from typing import Any
 
 from tools.errors import ScenarioError
 from tools.estimator import estimate, verdict_of
+from tools.planner import SLOWDOWN_OFFLOAD_OPTIMIZER
 from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
@@ -315,7 +316,7 @@ def best_format(stated: Scenario) -> Edge:
 # at most optimizer offload's slowdown (tools/planner.py SLOWDOWN_OFFLOAD_OPTIMIZER, ZeRO-Offload 1.5x): micro-batch
 # with accumulation, checkpointing, an 8-bit optimizer, fused cross-entropy, ZeRO, optimizer offload, TP; never
 # parameter offload stacked on recompute (2.7x).
-MAX_FIX_SLOWDOWN = 1.5
+MAX_FIX_SLOWDOWN = SLOWDOWN_OFFLOAD_OPTIMIZER
 
 
 def cheap_fix(sg: Suggestion) -> bool:
