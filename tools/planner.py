@@ -18,7 +18,7 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
    fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: fewer
    GPUs at no worse fidelity and at most optimizer offload's slowdown; no worse on GPUs, fidelity, speed and
-   memory; or a superset of its changes at no better cost). Training TP keeps >= 768 hidden columns a
+   memory; or a superset of its changes at no better cost). Training TP keeps >= 384 hidden columns a
    shard (tools/rules/parallel.py). Offload is
    never stacked on a bitsandbytes-quantised base (QLoRA/int8: tiny adapter optimizer, DeepSpeed does
    not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered

@@ -133,10 +133,10 @@ def tp_fits_heads(heads: int, kv_heads: int, tp: int) -> bool:
     return not kv_heads or kv_heads % tp == 0 or tp % kv_heads == 0
 
 
-# The smallest hidden size per tensor-parallel shard in Megatron-LM's own training configurations (Narayanan et
-# al. 2021, Table 1: 18.4B, h = 6144 on TP = 8 is 768 columns a shard; 1.7B, h = 2304 trains on TP = 1): a
-# training layout never splits a model thinner (a 1.3B model, h = 2048, is offered TP <= 2, never TP = 8).
-MIN_HIDDEN_PER_TP_SHARD = 768
+# The smallest hidden size per tensor-parallel shard Megatron-LM trains with (Shoeybi et al. 2019, Table 1:
+# the 8.3B model, h = 3072 on TP = 8, is 384 columns a shard; Narayanan et al. 2021, Table 1, never goes below
+# 768): a training layout never splits a model thinner (a 1.3B model, h = 2048, is offered TP <= 4, never 8).
+MIN_HIDDEN_PER_TP_SHARD = 384
 
 
 def training_tp_cap(hidden_size: int, cap: int = 8) -> int:
