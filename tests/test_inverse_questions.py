@@ -122,3 +122,27 @@ def test_inverse_and_comparison_questions(case: Case) -> None:
         elif value is not None:
             assert f"{value / 1e9:.1f}" in first
     _check_consistent(answer)
+
+
+CONVERSATIONS = [
+    (["Qwen2.5-7B inference on a 4090", "what's the max context then?"], "seq_len"),
+    (["Qwen2.5-7B inference on a 4090 with vllm", "那最多并发多少"], "concurrent_sequences"),
+    (["QLoRA llama-3-8b on a 4090, 1024 tokens", "最大batch呢"], "batch_size"),
+    (["full fine-tune llama-2-13b on an A100", "how many would I need?"], "num_gpus"),
+    (["LoRA llama-3-8b on a 4090", "QLoRA 还是 LoRA？"], "task"),
+]
+
+
+@pytest.mark.parametrize(("turns", "field"), CONVERSATIONS, ids=[c[0][-1] for c in CONVERSATIONS])
+def test_inverse_follow_ups_ask_about_the_job_before(turns: list[str], field: str) -> None:
+    agent, state = _agent(), ConversationState()
+    for question in turns:
+        answer = asyncio.run(agent.answer(question, state))
+        state.record_turn(question, answer)
+    assert answer.asked is not None and answer.asked.field == field
+    if answer.asked.at is not None:  # the job before, with the asked field searched
+        assert answer.asked.at.scenario.model == state.scenario.model
+        assert verdict_of(answer.asked.at.scenario).fits
+    if answer.asked.kind != "compare":
+        assert answer.asked.beyond is None or not verdict_of(answer.asked.beyond.scenario).fits
+    _check_consistent(answer)

@@ -116,6 +116,9 @@ class OfflineAgent:
         the pieces are those `stream`'s line events merge into (service.api.sse_wire.merge_tokens)."""
         lang: Language = language or detect_language(question, default=state.language or "en")
         parsed = parse_question(question, lang)
+        if parsed.intent == "unknown" and state.scenario and read_inquiry(normalise(question)) is not None:
+            # "what's the max context then?", "最大batch呢": an inverse question about the job before
+            parsed = parsed.model_copy(update={"intent": "estimate", "followup": True})
         if parsed.intent == "estimate":
             yield from self._estimate_events(parsed, state, lang, piece_chars)
             return

@@ -87,7 +87,7 @@ _MAX: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 _MIN_GPUS = rx.compile(
     rf"{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus?|cards?|nodes?|a100s?|h100s?|h800s?|h200s?|h20s?|4090s?|3090s?|l40s?|a800s?|910bs?|v100s?|a6000s?|t4s?)(?:{SEP}\w+)?{SEP}(?:do|would|will|to|are|is|should|must|i|we|at{SEP}least|minimum){R}"
-    rf"|{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus|cards){R}|{L}(?:min(?:imum)?|fewest|least){SEP}(?:number{SEP}of{SEP})?(?:[\w.]+{SEP}){{0,2}}(?:gpus?|cards?){R}"
+    rf"|{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus|cards){R}|{L}how{SEP}many{SEP}(?:would|do|will|should){SEP}(?:i|we){SEP}need{R}|{L}(?:min(?:imum)?|fewest|least){SEP}(?:number{SEP}of{SEP})?(?:[\w.]+{SEP}){{0,2}}(?:gpus?|cards?){R}"
     r"|(?:需要|要|得)(?:用)?\s*(?:几|多少)\s*(?:张|块|台|个)|(?:几|多少)\s*(?:张|块)\s*(?:卡|显卡)?\s*(?:才|够|能)|最少\s*(?:需要|要|得|用)?\s*(?:几|多少)\s*(?:张|块)?|至少\s*(?:需要|要|得)?\s*(?:几|多少)\s*(?:张|块)"
 )
 
