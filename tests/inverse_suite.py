@@ -169,3 +169,71 @@ def _comparisons() -> list[Case]:
 
 
 CASES: list[Case] = _batch() + _serving() + _models_and_formats() + _gpus_and_rl() + _comparisons()
+
+
+# Hand-written, as people post them (forums, issue trackers, interview prep), half Chinese.
+VARIED: list[Case] = [
+    Case(
+        "Got a single 3090 here. Whats the biggest batch I can push for qlora on mistral-7b w/ 2k seqs?",
+        "max",
+        "batch_size",
+    ),
+    Case(
+        "fitcheck-style advise: qwen2.5-3b full finetune, one A100 80GB, 4096 ctx -> max micro batch?",
+        "max",
+        "batch_size",
+    ),
+    Case("ollama on my 4090: how long can the context go with qwen2.5-14b?", "max", "seq_len"),
+    Case("What is the max num_ctx I can set for llama-3.1-8b in ollama on a 3060 12GB?", "max", "seq_len"),
+    Case(
+        "I want to serve llama-3.1-8b on an L40S via vllm -- max concurrency at 16k prompts?",
+        "max",
+        "concurrent_sequences",
+    ),
+    Case(
+        "Which gguf quant fits best for llama-3-70b on 2x 4090 with llama.cpp at 4k?", "max", "weight_dtype"
+    ),
+    Case(
+        "best quantization for qwen2.5-32b that still fits a single A100 40GB in vllm?", "max", "weight_dtype"
+    ),
+    Case("What's the largest model I could QLoRA on a T4 (colab)?", "max", "params"),
+    Case("biggest qwen I can run for inference on a 4090? say qwen2.5-7b family", "max", "params"),
+    Case("How many H100s do we need to pretrain a 13B llama-2 from scratch at 4k seq?", "min", "num_gpus"),
+    Case("minimum number of 4090s to serve qwen2.5-72b in vllm?", "min", "num_gpus"),
+    Case(
+        "LoRA on llama-3-8b with an A100 80GB: what's the highest rank that still fits?", "max", "lora_rank"
+    ),
+    Case("GRPO on qwen2.5-1.5b with LoRA, one A100 80GB: longest response length?", "max", "max_new_tokens"),
+    Case("GRPO qwen2.5-3b lora, single H100 -- max num_generations?", "max", "num_generations"),
+    Case("Is QLoRA or LoRA better for qwen2.5-14b on an A100 40GB?", "compare", "task", 2),
+    Case("q4_k_m vs q5_k_m vs q6_k for llama-3.1-8b in ollama on a 3060 12GB", "compare", "weight_dtype", 3),
+    Case("ZeRO-2 or ZeRO-3 for llama-2-7b full finetune on 4x A100 40GB?", "compare", "zero_stage", 2),
+    Case("vLLM vs SGLang for qwen2.5-7b on one L40S, 8k context", "compare", "engine", 2),
+    Case(
+        "llama-3-8b lora on a 4090: gradient checkpointing on vs off?", "compare", "gradient_checkpointing", 2
+    ),
+    Case("mistral-7b vs llama-3-8b for qlora on a 3090?", "compare", "model", 2),
+    Case("手上只有一张3090，QLoRA 微调 mistral-7b，2k长度，batch最大能开多少？", "max", "batch_size"),
+    Case("面试题：单卡A100 80G全参微调qwen2.5-3b，4096长度，最大micro batch是多少", "max", "batch_size"),
+    Case("ollama 在4090上跑 qwen2.5-14b，上下文最长能开到多少？", "max", "seq_len"),
+    Case("3060 12G 用 ollama 跑 llama-3.1-8b，num_ctx 最大能设多少", "max", "seq_len"),
+    Case("L40S 用 vllm 部署 llama-3.1-8b，16k 的请求最多并发多少", "max", "concurrent_sequences"),
+    Case("两张4090 用 llama.cpp 跑 llama-3-70b 4k 上下文，选哪个量化最好", "max", "weight_dtype"),
+    Case("一张A100 40G 用 vllm 部署 qwen2.5-32b，什么量化精度最高又放得下", "max", "weight_dtype"),
+    Case("colab 的 T4 上 QLoRA 最大能训多大的模型", "max", "params"),
+    Case("4090 推理，qwen2.5-7b 这个系列最大能跑多大的模型？", "max", "params"),
+    Case("从头预训练 llama-2-13b，4k 序列，最少需要几张H100", "min", "num_gpus"),
+    Case("用 vllm 部署 qwen2.5-72b 至少需要几张4090", "min", "num_gpus"),
+    Case("A100 80G 上 LoRA 微调 llama-3-8b，rank 最大能开到多少", "max", "lora_rank"),
+    Case("单卡A100 80G 用 GRPO + LoRA 训 qwen2.5-1.5b，回复长度最长能设多少", "max", "max_new_tokens"),
+    Case("单卡H100 GRPO lora 训 qwen2.5-3b，每个 prompt 最多采样几条？", "max", "num_generations"),
+    Case("A100 40G 上微调 qwen2.5-14b，用 QLoRA 还是 LoRA 好？", "compare", "task", 2),
+    Case("3060 12G 用 ollama 跑 llama-3.1-8b：q4_k_m、q5_k_m 和 q6_k 对比一下", "compare", "weight_dtype", 3),
+    Case("4张A100 40G 全参微调 llama-2-7b，ZeRO-2 和 ZeRO-3 哪个好", "compare", "zero_stage", 2),
+    Case("一张L40S 部署 qwen2.5-7b 8k 上下文，vllm 和 sglang 对比", "compare", "engine", 2),
+    Case(
+        "4090 上 LoRA 微调 llama-3-8b，梯度检查点开和不开差多少显存", "compare", "gradient_checkpointing", 2
+    ),
+    Case("3090 上 QLoRA，mistral-7b 和 llama-3-8b 哪个更省显存", "compare", "model", 2),
+]
+CASES += VARIED

@@ -13,6 +13,7 @@ from functools import cache
 import pytest
 
 from service.agent.base import ConversationState
+from service.agent.compare_text import option_label
 from service.agent.events import Answer
 from service.agent.offline.agent import OfflineAgent
 from tests.inverse_suite import CASES, Case
@@ -78,7 +79,7 @@ def _check_compare(case: Case, answer: Answer) -> None:
     if case.field not in ("task", "model", "gpu", "engine"):
         assert all(s == scenarios[0] for s in scenarios), "the options differ only in the compared field"
     winner = asked.options[asked.winner or 0]
-    assert winner.label in answer.summary.splitlines()[0]
+    assert option_label(winner, answer.language) in answer.summary.splitlines()[0]
     assert answer.estimate.per_gpu.total_bytes == winner.estimate.per_gpu.total_bytes
     if any(o.estimate.fits for o in asked.options):
         assert winner.estimate.fits

@@ -4,9 +4,9 @@ estimated on the same job, the winner by a declared order, and what each option 
 The winner (`winner`), in this order (the planner's cost model, tools/planner.py module docstring, without
 the GPU bill: every option runs on the cards it states):
 1. it fits (a job that does not run loses to one that does);
-2. fidelity: the fine-tuning method (full 0 < LoRA 1 < QLoRA 2, `tools.planner` FIDELITY_*) then the weights'
+2. fidelity (comparing methods or weight formats): the fine-tuning method (full 0 < LoRA 1 < QLoRA 2, `tools.planner` FIDELITY_*) then the weights'
    real bits per weight, more first (tools/inverse.py `weight_bits`);
-3. speed: the step-time factor of the option's changes (tools/planner.py `step_time_factor`: recompute
+3. speed (comparing methods, formats, ZeRO stages or recompute): the step-time factor of the option's changes (tools/planner.py `step_time_factor`: recompute
    +33 %, ZeRO-3 +10 %, offload 1.5-2x, QLoRA's dequantisation 1.3x);
 4. memory: the most headroom on its card (the smaller total on the same card).
 When no option fits, the one closest to fitting (smallest total over its card's budget) wins.
@@ -51,19 +51,32 @@ def _bits(option: Option) -> float:
     return weight_bits(option.scenario) or 0.0
 
 
-def rank_key(option: Option, reference: Scenario) -> tuple[Any, ...]:
-    """The option's place in the winner order (module docstring): lower is better."""
+# which terms of the order a comparison of each field reads (a model or a card is no fidelity choice, and
+# only the fine-tuning method, the weight format, the ZeRO stage and recompute change the step time)
+FIDELITY_FIELDS = frozenset({"task", "weight_dtype"})
+SPEED_FIELDS = frozenset({"task", "weight_dtype", "zero_stage", "gradient_checkpointing"})
+
+
+def rank_key(option: Option, reference: Scenario, compared: str | None = None) -> tuple[tuple[str, Any], ...]:
+    """The option's place in the winner order (module docstring), as (term, value) pairs: lower is better.
+    `compared`: the field the options differ in (None: every term)."""
     from tools.planner import step_time_factor
 
     est = option.estimate
-    fidelity = TASK_FIDELITY.get(est.scenario.task or "", 0)
-    try:
-        slow = step_time_factor(reference, _resolved_changes(option, reference))
-    except (ValueError, TypeError):
-        slow = 1.0
     if not est.fits:
-        return (1, 0, 0.0, 0.0, est.per_gpu.total_bytes - est.usable_bytes)
-    return (0, fidelity, -round(_bits(option), 2), round(slow, 3), -est.headroom_bytes)
+        return (("fits", 1), ("closest", est.per_gpu.total_bytes - est.usable_bytes))
+    key: list[tuple[str, Any]] = [("fits", 0)]
+    if compared is None or compared in FIDELITY_FIELDS:
+        key.append(("fidelity", TASK_FIDELITY.get(est.scenario.task or "", 0)))
+        key.append(("fidelity", -round(_bits(option), 2)))
+    if compared is None or compared in SPEED_FIELDS:
+        try:
+            slow = step_time_factor(reference, _resolved_changes(option, reference))
+        except (ValueError, TypeError):
+            slow = 1.0
+        key.append(("speed", round(slow, 3)))
+    key.append(("memory", -est.headroom_bytes))
+    return tuple(key)
 
 
 def _resolved_changes(option: Option, reference: Scenario) -> dict[str, Any]:
@@ -74,10 +87,10 @@ def _resolved_changes(option: Option, reference: Scenario) -> dict[str, Any]:
     return {f: getattr(mine, f) for f in fields if getattr(mine, f) != getattr(reference, f)}
 
 
-def winner(options: list[Option]) -> int:
-    """The index of the winning option (module docstring)."""
+def winner(options: list[Option], compared: str | None = None) -> int:
+    """The index of the winning option (module docstring): the first of the best when they tie."""
     reference = options[0].estimate.scenario
-    keys = [rank_key(o, reference) for o in options]
+    keys = [rank_key(o, reference, compared) for o in options]
     return min(range(len(options)), key=lambda i: (keys[i], i))
 
 

@@ -10,11 +10,14 @@ from service.agent.asked_text import _fill, _t
 from tools.compare import Option, difference, rank_key
 from tools.units import fmt_gib
 
-WHY_BY_KEY = ("fits", "fidelity", "fidelity", "speed", "memory")  # tools/compare.py rank_key's terms
-
 
 def _option(o: AskedOption) -> Option:
     return Option(o.label, {}, o.scenario, o.estimate)
+
+
+def option_label(o: AskedOption, lang: str) -> str:
+    """The option's label in `lang` (prompts/<lang>/asked.toml [option]; model, card and format names as asked)."""
+    return _t(lang, "option", o.label) or o.label
 
 
 def _verdict(o: AskedOption, lang: str) -> str:
@@ -22,20 +25,20 @@ def _verdict(o: AskedOption, lang: str) -> str:
 
 
 def why_code(asked: Asked) -> str:
-    """Which term of the winner order decided (tools/compare.py): the first where the winner beats the
-    runner-up."""
+    """Which term of the winner order decided (tools/compare.py rank_key): the first where the winner beats
+    the runner-up."""
     best = asked.winner or 0
     if not asked.options[best].estimate.fits:
         return "closest"
     reference = asked.options[0].estimate.scenario
-    keys = [rank_key(_option(o), reference) for o in asked.options]
+    keys = [rank_key(_option(o), reference, asked.field) for o in asked.options]
     others = [k for i, k in enumerate(keys) if i != best]
     if not others:
         return "memory"
     runner = min(others)
-    for index, (mine, theirs) in enumerate(zip(keys[best], runner, strict=False)):
+    for mine, theirs in zip(keys[best], runner, strict=False):
         if mine != theirs:
-            return WHY_BY_KEY[index]
+            return str(mine[0])
     return "memory"
 
 
@@ -48,7 +51,7 @@ def compare_lead(asked: Asked, lang: str) -> str:
             lang,
             "compare",
             "other",
-            label=o.label,
+            label=option_label(o, lang),
             total=fmt_gib(o.estimate.per_gpu.total_bytes),
             verdict=_verdict(o, lang),
         )
@@ -59,11 +62,11 @@ def compare_lead(asked: Asked, lang: str) -> str:
         lang,
         "compare",
         "lead",
-        winner=win.label,
+        winner=option_label(win, lang),
         why=_t(lang, "why", why_code(asked)),
         total=fmt_gib(win.estimate.per_gpu.total_bytes),
         gpu=win.estimate.gpu.name,
-        others="; ".join(others),
+        others=_t(lang, "option", "joiner").join(others),
     )
 
 
@@ -89,7 +92,7 @@ def compare_rows(asked: Asked, lang: str) -> list[list[str]]:
         for c in o.estimate.components:
             got[c.name] = got.get(c.name, 0) + c.bytes
         sums.append(got)
-    rows = [[_t(lang, "compare", "table_component"), *(o.label for o in asked.options)]]
+    rows = [[_t(lang, "compare", "table_component"), *(option_label(o, lang) for o in asked.options)]]
     for name, label in labels.items():
         if any(s.get(name, 0) for s in sums):
             rows.append([label, *(fmt_gib(s.get(name, 0)) for s in sums)])
@@ -144,8 +147,8 @@ def difference_lines(asked: Asked, lang: str) -> list[str]:
                 lang,
                 "compare",
                 key,
-                label=o.label,
-                base=first.label,
+                label=option_label(o, lang),
+                base=option_label(first, lang),
                 gib=fmt_gib(abs(delta)),
                 component=component,
             )

@@ -65,7 +65,7 @@ def answer_comparison(inquiry: Inquiry, stated: Scenario) -> tuple[Asked, Scenar
     """Every option estimated on the same job, as `asked`, and the winner's job."""
     base = stated.merged(**_cleared(inquiry, stated))
     options = estimate_options(base, inquiry.options)
-    best = winner(options)
+    best = winner(options, inquiry.compared)
     asked = Asked(
         kind="compare",
         field=inquiry.compared,

@@ -206,7 +206,7 @@ class OfflineAgent:
         estimated = EstimateEvent(estimate=estimate)
         estimated._display = display
         yield estimated
-        lead, opening = asked_lines(asked, lang) if asked is not None else (None, [])
+        lead, opening = _asked_lines(asked, lang)
         summary = summary_lines(estimate, lang, parsed.asks, display, lead=lead)
         detail = [*opening, *render_detail_lines(estimate, lang, display)]
         text += yield from _text_events(chunk_lines([*summary, "", *detail]), piece_chars)
@@ -314,6 +314,18 @@ def _inquiry_answer(inquiry: Inquiry | None, scenario: Scenario) -> tuple[Asked 
     except (ScenarioError, ValidationError, ValueError):
         log.info("inquiry %s not answered for %s", inquiry, scenario.stated())
         return None, scenario
+
+
+def _asked_lines(asked: Asked | None, lang: Language) -> tuple[str | None, list[str]]:
+    """The asked figure's lines (service/agent/asked_text.py); none when a defect stops them (logged): the
+    answer then reads as a plain fit answer, never a traceback."""
+    if asked is None:
+        return None, []
+    try:
+        return asked_lines(asked, lang)
+    except Exception:
+        log.exception("asked lines failed for %s", asked.kind)
+        return None, []
 
 
 def _check_names(scenario: Scenario) -> None:

@@ -78,7 +78,9 @@ _MAX: tuple[tuple[str, re.Pattern[str]], ...] = (
         "context",
         rx.compile(
             rf"{L}(?:max(?:imum)?|longest|biggest|largest|how{SEP}(?:long|much)){SEP}(?:a{SEP}|of{SEP}a{SEP})?(?:possible{SEP})?(?:context|ctx|sequence|seq|prompt|input)(?:{SEP}(?:len|length|window|size))?{R}"
-            rf"|{L}max{SEP}(?:model{SEP})?len{R}|{L}num{SEP}ctx{R}.*(?:max|how|largest|highest)|{L}how{SEP}many{SEP}tokens{SEP}(?:of{SEP}context|can|could|per{SEP}sequence|fit)"
+            rf"|{L}max{SEP}(?:model{SEP})?len{R}|{L}how{SEP}long{SEP}can{SEP}(?:the{SEP}|my{SEP})?(?:context|ctx|prompt|sequence)"
+            rf"|{L}(?:max(?:imum)?|largest|highest|biggest){SEP}(?:num{SEP}ctx|n{SEP}ctx|ctx{SEP}size|context{SEP}size){R}"
+            r"|(?:num[\s_]*ctx|n[\s_]*ctx|max[\s_]*model[\s_]*len)\s*(?:最大|最多|能设|能开|可以设)|{L}num{SEP}ctx{R}.*(?:max|how|largest|highest)|{L}how{SEP}many{SEP}tokens{SEP}(?:of{SEP}context|can|could|per{SEP}sequence|fit)"
             r"|最长(?:的)?\s*(?:上下文|序列|context|输入|文本)|最大(?:的)?\s*(?:上下文|context|序列长度|序列|长度)|(?:上下文|context|序列)\s*(?:长度)?\s*(?:最长|最多|最大)"
             rf"|(?:上下文|context|序列)\s*(?:长度)?\s*(?:能|可以)?\s*(?:开|撑|跑|设)?\s*(?:到)?\s*{_NUM}|(?:能|可以)\s*(?:跑|开|撑)\s*多长"
         ),
@@ -87,7 +89,7 @@ _MAX: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 _MIN_GPUS = rx.compile(
     rf"{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus?|cards?|nodes?|a100s?|h100s?|h800s?|h200s?|h20s?|4090s?|3090s?|l40s?|a800s?|910bs?|v100s?|a6000s?|t4s?)(?:{SEP}\w+)?{SEP}(?:do|would|will|to|are|is|should|must|i|we|at{SEP}least|minimum){R}"
-    rf"|{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus|cards){R}|{L}how{SEP}many{SEP}(?:would|do|will|should){SEP}(?:i|we){SEP}need{R}|{L}(?:min(?:imum)?|fewest|least){SEP}(?:number{SEP}of{SEP})?(?:[\w.]+{SEP}){{0,2}}(?:gpus?|cards?){R}"
+    rf"|{L}how{SEP}many{SEP}(?:\w+{SEP}){{0,3}}(?:gpus|cards){R}|{L}how{SEP}many{SEP}(?:would|do|will|should){SEP}(?:i|we){SEP}need{R}|{L}(?:min(?:imum)?|fewest|least){SEP}(?:number{SEP}of{SEP})?(?:[\w.]+{SEP}){{0,2}}(?:gpus?|cards?|(?:[a-z]+)?\d{{2,4}}s){R}"
     r"|(?:需要|要|得)(?:用)?\s*(?:几|多少)\s*(?:张|块|台|个)|(?:几|多少)\s*(?:张|块)\s*(?:卡|显卡)?\s*(?:才|够|能)|最少\s*(?:需要|要|得|用)?\s*(?:几|多少)\s*(?:张|块)?|至少\s*(?:需要|要|得)?\s*(?:几|多少)\s*(?:张|块)"
 )
 
