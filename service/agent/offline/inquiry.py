@@ -224,14 +224,18 @@ def _chunk_options(low: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
     """GPUs or models named on each side of the comparison words: one option per distinct one."""
     out: list[tuple[str, dict[str, Any]]] = []
     for chunk in re.split(_JOIN, low):
-        if kind == "gpu":
-            got = find_gpu(chunk).gpu
+        if kind == "gpu":  # "1 x H100 vs 2 x 4090": a count said with a card is part of the option
+            found = find_gpu(chunk)
+            got = found.gpu
             changes: dict[str, Any] = {"gpu": got}
+            if found.count and got:
+                changes["num_gpus"] = found.count
+                got = f"{found.count} x {got}"
         else:
             model = find_model(chunk)
             got = model.value if model else None
             changes = {"model": got, "architecture": None, "params": None}
-        if got and all(o[1][kind] != got for o in out):
+        if got and all(o[0] != got for o in out):
             out.append((got, changes))
     return out
 
