@@ -54,11 +54,18 @@ def _check_edge(case: Case, answer: Answer) -> None:
         assert not verdict_of(asked.beyond.scenario).fits, asked.beyond.scenario.stated()
     else:
         assert asked.capped_by in CAPS, asked.capped_by
-    if asked.capped_by == "model_window":
-        window = model_window(at.scenario)
-        assert asked.value == window or asked.value + (at.scenario.seq_len or 0) - asked.value <= window
-    if asked.field == "seq_len":
-        assert asked.value <= model_window(at.scenario)
+    window = model_window(at.scenario)
+    if asked.field in ("seq_len", "max_new_tokens"):  # a sequence (prompt + completion) within the window
+        assert (at.scenario.seq_len or 0) <= window
+        assert asked.capped_by != "model_window" or at.scenario.seq_len == window
+    if asked.capped_by == "kv_pool":  # the engine's pool holds exactly the edge
+        serving = at.estimate.serving
+        pool = (
+            serving.max_concurrent_sequences
+            if asked.field == "concurrent_sequences"
+            else serving.max_context_at_batch_1
+        )
+        assert asked.value == pool
     # the answer's estimate is the edge job: the verdict under the asked figure is the edge's
     assert answer.estimate.per_gpu.total_bytes == at.estimate.per_gpu.total_bytes
     assert answer.estimate.fits
@@ -103,6 +110,8 @@ def _check_consistent(answer: Answer) -> None:
     pool = est.serving is not None and (est.scenario.engine or "transformers") in ("vllm", "sglang")
     if asked and asked.field == "concurrent_sequences" and asked.value and pool:
         assert asked.value <= est.serving.max_concurrent_sequences
+    if asked and asked.field == "seq_len" and asked.value and pool and (est.scenario.batch_size or 1) == 1:
+        assert asked.value <= est.serving.max_context_at_batch_1
     for figure in re.findall(r"\d+\.\d\d GiB", answer.summary):  # every summary figure is in the breakdown
         assert figure in answer.answer.split(answer.summary, 1)[1], figure
 
