@@ -8,14 +8,16 @@ and the fixes under the asked figure all speak of that job and never contradict 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from service.agent.asked import Asked, AskedOption, EstimatedScenario, TriedFormat
-from service.agent.offline.inquiry import Inquiry
+from service.agent.offline.inquiry import Inquiry, read_inquiry
 from tools import inverse
 from tools.compare import estimate_options, winner
 from tools.estimator import estimate
+from tools.result import Estimate
 from tools.scenario import Scenario
 
 SEARCHES: dict[str, Callable[[Scenario], inverse.Edge]] = {
@@ -28,6 +30,7 @@ SEARCHES: dict[str, Callable[[Scenario], inverse.Edge]] = {
     "completion": inverse.max_completion,
     "generations": inverse.max_generations,
 }
+log = logging.getLogger(__name__)
 PLACEHOLDER_PARAMS = 1_000_000_000  # "the largest model" names no model: the search needs none
 
 
@@ -100,3 +103,25 @@ def answer_inquiry(inquiry: Inquiry, stated: Scenario) -> tuple[Asked, Scenario]
     if inquiry.kind == "compare":
         return answer_comparison(inquiry, stated)
     return answer_edge(inquiry, stated)
+
+
+def asked_of_answer(
+    question: str, scenario: Scenario, estimate: Estimate, lang: str
+) -> tuple[Asked | None, Estimate, str | None]:
+    """For an agent that estimated the stated job itself (the LLM agent's tool call): what the question asks,
+    answered as the offline agent answers it, the estimate of the job the asked figure is about, and the
+    summary's first line; (None, `estimate`, None) for a forward question or when the search cannot run."""
+    from service.agent.asked_text import asked_lines
+    from service.agent.offline.parser import normalise
+    from service.hub import estimate_any_model
+
+    inquiry = read_inquiry(normalise(question))
+    if inquiry is None:
+        return None, estimate, None
+    try:
+        asked, target = answer_inquiry(inquiry, scenario)
+        lead, _ = asked_lines(asked, lang)
+        return asked, estimate_any_model(target, plan=True), lead
+    except Exception:  # a search or text defect: the answer stays the plain one, logged
+        log.exception("inquiry %s not answered for %s", inquiry, scenario.stated())
+        return None, estimate, None
