@@ -258,16 +258,18 @@ def max_params(stated: Scenario) -> Edge:
         beyond = _bare_size(stated, (steps + 1) * PARAMS_STEP) if steps < limit else None
         edge = Edge("max", "params", steps * PARAMS_STEP, at=at, beyond=beyond)
         edge.capped_by = None if beyond is not None else "search_limit"
+    # the catalog models just under (fits) and over (does not fit) the edge, each estimated as named (their
+    # shapes differ from the bare size's: a model of another family may fit above the edge, and is not "under")
+    edge_params = edge.value if isinstance(edge.value, int) else 0
     fitting: list[tuple[int, Scenario, bool]] = []
     for spec in _family_models(stated):
         job = _with(stated, model=spec.id, architecture=None, params=None)
         if job is not None:
             fitting.append((spec.params, job, _fits(job)))
-    under = [(n, job) for n, job, fits in fitting if fits]
+    under = [(n, job) for n, job, fits in fitting if fits and n <= edge_params]
     if under:
         edge.under = max(under, key=lambda t: t[0])[1]
-    floor = max((n for n, _ in under), default=0)
-    over = [(n, job) for n, job, fits in fitting if not fits and n > floor]
+    over = [(n, job) for n, job, fits in fitting if not fits and n > edge_params]
     if over:
         edge.over = min(over, key=lambda t: t[0])[1]
     return edge

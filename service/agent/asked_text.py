@@ -122,11 +122,12 @@ def edge_detail(asked: Asked, lang: str) -> str:
     field = asked.field or ""
     at, beyond = asked.at, asked.beyond
     shown = at or beyond
+    unit = _t(lang, "unit", field)
     values = {
         "what": _t(lang, "what", field),
-        "value": _value(field, asked.value),
+        "value": _value(field, asked.value) + unit,
         "total": _total(at),
-        "next": _value(field, _field_value(field, beyond)),
+        "next": _value(field, _field_value(field, beyond)) + unit,
         "next_total": _total(beyond),
         "usable": fmt_gib(shown.estimate.usable_bytes) if shown else "?",
     }

@@ -147,7 +147,8 @@ class OfflineAgent:
         self, parsed: ParsedQuestion, state: ConversationState, lang: Language, piece_chars: int
     ) -> Iterator[AgentEvent]:
         inquiry = read_inquiry(normalise(parsed.question))
-        stated = subject_for(inquiry, merge_followup(state.scenario, parsed))
+        merged = merge_followup(state.scenario, parsed)
+        stated = subject_for(inquiry, merged)  # "the largest model": a size for the search to replace
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
         if not has_subject and parsed.topic:
             # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
@@ -174,10 +175,8 @@ class OfflineAgent:
             return
         yield ScenarioEvent(scenario=scenario)
         # First token before the estimator and planner run: what was understood (time to first token).
-        text = (
-            render_scenario_line(scenario.stated(), lang, followup=is_followup(parsed, state.scenario))
-            + "\n\n"
-        )
+        said = {k: v for k, v in scenario.stated().items() if k in merged or k not in stated}
+        text = render_scenario_line(said, lang, followup=is_followup(parsed, state.scenario)) + "\n\n"
         yield TokenEvent(text=text)
         asked, target = _inquiry_answer(inquiry, scenario)
         if asked is not None:
@@ -210,6 +209,10 @@ class OfflineAgent:
         summary = summary_lines(estimate, lang, parsed.asks, display, lead=lead)
         detail = [*opening, *render_detail_lines(estimate, lang, display)]
         text += yield from _text_events(chunk_lines([*summary, "", *detail]), piece_chars)
+        if stated is not merged and asked is not None and asked.at is not None:
+            scenario = (
+                asked.at.scenario
+            )  # what a follow-up modifies: the model at the edge, not the search's seed
         answer = self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
         answer.asked = asked
         yield DoneEvent(answer=answer)
