@@ -69,7 +69,9 @@ def _check_edge(case: Case, answer: Answer) -> None:
     for neighbour in asked.catalog:  # the catalog models just under (fits) and over (does not fit) the edge
         params = estimate(neighbour.scenario, plan=False).params_total
         fits = verdict_of(neighbour.scenario).fits
-        assert (fits, params <= asked.value) == ((True, True) if neighbour.label == "under" else (False, False))
+        assert (fits, params <= asked.value) == (
+            (True, True) if neighbour.label == "under" else (False, False)
+        )
     # the answer's estimate is the edge job: the verdict under the asked figure is the edge's
     assert answer.estimate.per_gpu.total_bytes == at.estimate.per_gpu.total_bytes
     assert answer.estimate.fits
