@@ -240,8 +240,18 @@ def _chunk_options(low: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+MAX_OPTIONS = 6  # the first six options named: a table a chat message (and Slack's table block) can show
+
+
 def read_comparison(low: str) -> Inquiry | None:
-    """A comparison: comparison words and two or more distinct options of one field."""
+    """A comparison: comparison words and two or more distinct options of one field (MAX_OPTIONS at most)."""
+    found = _comparison(low)
+    if found is not None:
+        found.options = found.options[:MAX_OPTIONS]
+    return found
+
+
+def _comparison(low: str) -> Inquiry | None:
     if not _COMPARE_WORD.search(low):
         return None
     if _CHECKPOINT_WORD.search(low):
