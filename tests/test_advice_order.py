@@ -81,3 +81,28 @@ def test_fewest_gpus_line_names_the_fix_that_needs_fewer() -> None:
     assert min(sg.num_gpus for sg in fix) == 16
     line = next(x for x in answer.summary.splitlines() if x.startswith("Fewest"))
     assert "**32**" in line and "With one of the fixes below: **16** A100 80GB." in line
+
+
+def test_fewest_gpus_never_sits_above_a_fix_that_needs_fewer_unsaid() -> None:
+    """Over the corpus: wherever a cheap fix fits on fewer GPUs than the fewest as configured, the fewest-GPU
+    sentence (summary and breakdown alike) names that count too, in both languages."""
+    from service.agent.summary import min_gpus_line
+    from tools.result import Estimate
+
+    said = 0
+    for entry in read_corpus():
+        data = entry.get("estimate")
+        if not data or data.get("min_gpus") is None:
+            continue
+        fewer = [
+            sg["num_gpus"]
+            for sg in data.get("suggestions", [])
+            if _cheap(sg) and sg["num_gpus"] < data["min_gpus"]
+        ]
+        if not fewer:
+            continue
+        est = Estimate.model_validate(data)
+        assert f"With one of the fixes below: **{min(fewer)}**" in (min_gpus_line(est, "en") or "")
+        assert f"用下面的修改之一：**{min(fewer)}**" in (min_gpus_line(est, "zh") or "")
+        said += 1
+    assert said >= 20
