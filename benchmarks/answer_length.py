@@ -1,7 +1,8 @@
 """Answer length: lines and characters of the short summary (and of the full answer), per language and task.
 
 Runs the real OfflineAgent over every estimate question of the realistic-question suite
-(tests/parser_suite.py, English and Chinese) and prints, per (language, task), the median and maximum
+(tests/parser_suite.py, English and Chinese) and the inverse and comparison questions (tests/inverse_suite.py,
+rows max/min/compare) and prints, per (language, task), the median and maximum
 number of lines and characters of `Answer.summary` (the short first part every channel shows first) and,
 for comparison, of the full `Answer.answer` (summary + cited breakdown). Printed figures, not asserts;
 the summary is at most 6 lines by construction (service/agent/summary.py).
@@ -24,16 +25,19 @@ async def _answers() -> list[tuple[str, str, str, str]]:
     from service.agent.base import ConversationState
     from service.agent.events import DoneEvent
     from service.agent.offline import OfflineAgent
+    from tests.inverse_suite import CASES
     from tests.parser_suite import ESTIMATES
 
     agent = OfflineAgent()
     out = []
-    for question, _, _ in ESTIMATES:
+    # the inverse and comparison questions (tests/inverse_suite.py) as their own rows: "max"/"min"/"compare"
+    questions = [(q, None) for q, _, _ in ESTIMATES] + [(c.question, c.kind) for c in CASES]
+    for question, kind in questions:
         events = [e async for e in agent.stream(question, ConversationState())]
         last = events[-1]
         if isinstance(last, DoneEvent) and last.answer.estimate is not None:
             a = last.answer
-            out.append((a.language, a.estimate.scenario.task or "?", a.summary, a.answer))
+            out.append((a.language, kind or a.estimate.scenario.task or "?", a.summary, a.answer))
     return out
 
 
@@ -47,7 +51,9 @@ def main() -> None:
     for lang, task, summary, answer in rows:
         groups[(lang, task)].append((summary, answer))
         groups[(lang, "all")].append((summary, answer))
-    print(f"{len(rows)} answers (estimate questions of tests/parser_suite.py)")
+    print(
+        f"{len(rows)} answers (estimate questions of tests/parser_suite.py; max/min/compare: tests/inverse_suite.py)"
+    )
     print(
         f"{'lang':<4} {'task':<14} {'n':>4} | {'summary lines':>13} {'':>0}| {'summary chars':>13} "
         f"| {'full lines':>13} | {'full chars':>13}"

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
+from service.agent.asked_text import asked_lines
 from service.agent.base import ConversationState
 from service.agent.events import DoneEvent, ScenarioEvent
 from service.agent.factory import build_agent
 from service.agent.llm.agent import LLMAgent
 from service.agent.offline import OfflineAgent
 from service.agent.offline.parser import parse_question
-from service.agent.summary import summary_text
+from service.agent.summary import summary_lines, summary_text
 from service.settings import Settings
 from tests.fakes.chat_model import Step, call, last_tool_output, say, scripted
 from tests.parser_suite import ESTIMATES
@@ -53,5 +54,11 @@ async def test_llm_agent_sends_the_offline_fields(
     assert isinstance(done, DoneEvent) and done.answer.agent == "llm"
     assert done.answer.estimate is not None and offline.answer.estimate is not None
     assert done.answer.estimate.per_gpu.total_bytes == offline.answer.estimate.per_gpu.total_bytes
-    assert done.answer.summary == summary_text(done.answer.estimate, done.answer.language, asks)
+    # an inverse question or comparison: the same search and the same first line as offline
+    assert (done.answer.asked is None) == (offline.answer.asked is None)
+    lead = asked_lines(done.answer.asked, done.answer.language)[0] if done.answer.asked else None
+    shown = summary_lines(done.answer.estimate, done.answer.language, asks, lead=lead)
+    assert done.answer.summary == "\n".join(shown)
+    if lead is None:
+        assert done.answer.summary == summary_text(done.answer.estimate, done.answer.language, asks)
     assert done.answer.summary == offline.answer.summary

@@ -16,8 +16,10 @@ How it searches (bounded, < 50 ms for a full search; see benchmarks/estimator_sp
    out on is probed first: if even that does not fit, no count does, and the search ends there. Light
    levers that already fit on the job's own count are not searched further (their fewest GPUs is no more).
 4. Minimal and sensible: a ladder's fitting rung is pruned to the smallest subset of its moves that still
-   fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: no
-   worse on GPUs, fidelity, speed and memory, or a superset of its changes at no better cost). Offload is
+   fits (`_prune`); a suggestion is dropped when a cheaper kept one makes it pointless (`_dominates`: fewer
+   GPUs at no worse fidelity and at most optimizer offload's slowdown; no worse on GPUs, fidelity, speed and
+   memory; or a superset of its changes at no better cost). Training TP keeps >= 384 hidden columns a
+   shard (tools/rules/parallel.py). Offload is
    never stacked on a bitsandbytes-quantised base (QLoRA/int8: tiny adapter optimizer, DeepSpeed does
    not offload bnb weights), nor an 8-bit GPU optimizer on CPU-offloaded states. "Fewer GPUs" is offered
    only when the job fits as asked on more GPUs than it needs; more GPUs only beyond the asked count.
@@ -56,7 +58,7 @@ from tools.call_memo import memo_scope
 from tools.errors import ScenarioError
 from tools.estimator import Fit
 from tools.result import Estimate, Suggestion, constructed
-from tools.rules.parallel import tp_fits_heads
+from tools.rules.parallel import tp_fits_heads, training_tp_cap
 from tools.scenario import RL_TASKS, TRAINING_TASKS, Scenario
 
 FULL_WEIGHT_TASKS = frozenset({"full_finetune", "freeze"})  # fine-tunes LoRA/QLoRA can replace (not pretrain)
@@ -482,6 +484,8 @@ class TensorParallel(NamedTuple):
             return None
         if tp >= self.size or (s.num_gpus or 1) < self.size * pp or (s.num_gpus or 1) % (self.size * pp):
             return None
+        if s.task != "inference" and self.size > training_tp_cap(_heads(s)[3]):  # too thin a shard to train
+            return None
         return Move("tp", {"tp": self.size}, slowdown=SLOWDOWN_TP, values={"size": self.size})
 
 
@@ -630,7 +634,7 @@ class _Search:
     evaluated: int = 0
     cache: dict[Hashable, Fit | None] = field(default_factory=dict)
     resolved_cache: dict[Hashable, Scenario] = field(default_factory=dict)
-    heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int], Any]] = field(default_factory=dict)
+    heads_cache: dict[tuple[Any, ...], tuple[tuple[int, int, int, int], Any]] = field(default_factory=dict)
     # changes less RESIDENT_BLIND fields -> the verdict of a candidate whose resident state alone overflowed
     resident_over: dict[Hashable, Fit] = field(default_factory=dict)
     valid: Scenario | bool | None = None  # the stated scenario validated (first candidate); False: not valid
@@ -697,7 +701,7 @@ class _Search:
             got = self.resolved_cache[key] = self.base.scenario.updated(changes)
         return got
 
-    def heads(self, s: Scenario) -> tuple[int, int, int]:
+    def heads(self, s: Scenario) -> tuple[int, int, int, int]:
         """`_heads(s)`, once per model of the search (the architecture keyed by identity, kept alive here)."""
         key = (s.model, s.params, id(s.architecture))
         got = self.heads_cache.get(key)
@@ -758,13 +762,18 @@ def changed_job(base: Estimate, changes: dict[str, Any]) -> Scenario:
     return _stated_scenario(base).merged(**changes)
 
 
-def _heads(s: Scenario) -> tuple[int, int, int]:
-    """(attention heads, KV heads, layers) of the scenario's model (0 KV heads = MLA, no constraint)."""
+def _heads(s: Scenario) -> tuple[int, int, int, int]:
+    """(attention heads, KV heads, layers, hidden size) of the scenario's model (0 KV heads = MLA: no constraint)."""
     from tools.resolve import resolve_model_ref
 
     ref, _, _ = resolve_model_ref(s.model, s.params, s.architecture)
     arch = ref.arch
-    return arch.num_attention_heads, (0 if arch.kv_lora_rank else arch.kv_heads), arch.num_hidden_layers
+    return (
+        arch.num_attention_heads,
+        (0 if arch.kv_lora_rank else arch.kv_heads),
+        arch.num_hidden_layers,
+        arch.hidden_size,
+    )
 
 
 def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
@@ -780,12 +789,12 @@ def _tp_for(n: int, heads: int, kv: int, cap: int = 8) -> int:
 
 
 def _layouts(
-    s: Scenario, n: int, stated_fields: set[str], heads: tuple[int, int, int] | None = None
+    s: Scenario, n: int, stated_fields: set[str], heads: tuple[int, int, int, int] | None = None
 ) -> list[dict[str, Any]]:
     """Ways the job's own strategy spreads over n GPUs, cheapest first: training keeps stated TP/PP and
     adds ZeRO-3 over the data-parallel ranks unless a ZeRO stage was stated, then (TP not stated) TP up
     to 8 with sequence parallel; inference (TP/PP not stated) uses TP up to 8 then PP."""
-    heads, kv, layers = heads or _heads(s)
+    heads, kv, layers, hidden = heads or _heads(s)
     tp, pp = s.tp or 1, s.pp or 1
     out: list[dict[str, Any]] = []
     if s.task == "inference":
@@ -801,7 +810,7 @@ def _layouts(
             lay["zero_stage"] = 3
         out.append(lay)
     if "tp" not in stated_fields and megatron_layouts(s):
-        new_tp = _tp_for(n // pp if n % pp == 0 else 1, heads, kv)
+        new_tp = _tp_for(n // pp if n % pp == 0 else 1, heads, kv, training_tp_cap(hidden))  # never too thin
         if new_tp > tp and n % (new_tp * pp) == 0:
             lay = {"num_gpus": n, "tp": new_tp, "sequence_parallel": True}
             if "zero_stage" not in stated_fields and n // (new_tp * pp) > 1:
@@ -896,6 +905,8 @@ def _dominates(k: tuple[Any, ...], kept: Suggestion, key: tuple[Any, ...], sg: S
     """A kept suggestion (cost key `k`) makes `sg` (cost `key`) pointless when it is no worse on GPUs,
     fidelity, speed and memory; or no worse on GPUs, fidelity and speed while `sg` is a superset of it
     (the same changes, a higher ZeRO stage, plus more): the extra changes buy nothing."""
+    if k[0] < key[0] and k[1] <= key[1] and k[2] <= SLOWDOWN_OFFLOAD_OPTIMIZER:  # buying GPUs is no fix then
+        return True
     if not (k[0] <= key[0] and k[1] <= key[1] and k[2] <= key[2]):  # GPUs, fidelity, speed
         return False
     if k[3] <= key[3]:  # and memory

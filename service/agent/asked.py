@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.result import Estimate
+from tools.result import Estimate, Suggestion
 from tools.scenario import Scenario
 
 # fit: does this job fit; figure: one figure of it (the KV cache, the weights); max/min: an inverse question
@@ -33,6 +33,14 @@ class AskedOption(EstimatedScenario):
     label: str
 
 
+class TriedFormat(BaseModel):
+    """A weight format tried for "the best format that fits": its real bits per weight on the model."""
+
+    name: str
+    bits_per_weight: float
+    fits: bool
+
+
 class Asked(BaseModel):
     """What was asked. `field`/`value`/`at`/`beyond`/`capped_by` for `max`/`min`; `options` for `compare`;
     `observed` for `diagnose` (figures read from the paste, bytes or counts)."""
@@ -44,6 +52,15 @@ class Asked(BaseModel):
     beyond: EstimatedScenario | None = None  # one step past it (does not fit); null when capped_by says why
     capped_by: str | None = None  # what stops the search before memory does: model_window, ...
     options: list[AskedOption] = Field(default_factory=list)
+    winner: int | None = None  # compare: the index of the winning option (tools/compare.py, the order used)
+    # max params: the catalog models of the family just under (fits) and over (does not fit) the edge
+    catalog: list[AskedOption] = Field(default_factory=list)
+    # max weight_dtype: every format of the engine tried, highest precision first
+    formats: list[TriedFormat] = Field(default_factory=list)
+    as_configured: int | None = (
+        None  # min num_gpus: the fewest with the job's own settings, when a fix needs fewer
+    )
+    fix: Suggestion | None = None  # min num_gpus: that fix (the planner's suggestion the edge job applies)
     observed: dict[str, int | list[int]] = Field(default_factory=dict)
 
 

@@ -99,7 +99,7 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
         if how and not estimate.fits and estimate.min_gpus <= (s.num_gpus or 1):
             # the GPUs asked for are enough, but only with another layout: never "fewest: 4" under "4 do not fit"
             key = "min_gpus_relayout"
-        return render._fill(
+        line = render._fill(
             lang,
             "text",
             key,
@@ -108,9 +108,25 @@ def min_gpus_line(estimate: Estimate, lang: str) -> str | None:
             how=how,
             num_gpus=s.num_gpus or 1,
         )
+        return _with_fix(estimate, lang, line)
     if not estimate.fits:
         return render._fill(lang, "text", "min_gpus_none", gpu=estimate.gpu.name)
     return None
+
+
+def _with_fix(estimate: Estimate, lang: str, line: str) -> str:
+    """The fewest GPUs as configured, and (when a fitting fix needs fewer: the planner's cheap levers) how
+    many with it: "8 as configured, 2 with the fix", never a fewest-GPU figure above a fix that needs fewer."""
+    from tools.inverse import cheap_fix
+
+    fewer = [
+        sg.num_gpus for sg in estimate.suggestions if cheap_fix(sg) and sg.num_gpus < (estimate.min_gpus or 0)
+    ]
+    if not fewer:
+        return line
+    from service.agent.asked_text import _fill as asked_fill
+
+    return line + asked_fill(lang, "text", "min_gpus_with_fix", fix_gpus=min(fewer), gpu=estimate.gpu.name)
 
 
 def _fix_line(estimate: Estimate, lang: str, panels: render.PanelTexts) -> str | None:
@@ -139,13 +155,21 @@ def accuracy_line(estimate: Estimate, lang: str) -> str | None:
 
 
 def summary_lines(
-    estimate: Estimate, language: str, focus: str | None = None, display: render.PanelTexts | None = None
+    estimate: Estimate,
+    language: str,
+    focus: str | None = None,
+    display: render.PanelTexts | None = None,
+    lead: str | None = None,
 ) -> list[str]:
     """At most MAX_LINES lines: verdict, asked-for figure, biggest parts, fewest GPUs, cheapest fix, accuracy.
-    Component labels and changes are the panel texts' (`display`, render.display_texts, made when not given)."""
+    Component labels and changes are the panel texts' (`display`, render.display_texts, made when not given).
+    `lead`: what was asked, answered (service/agent/asked_text.py): the first line, before the verdict; the
+    asked-for figure line is then left out (the lead is that figure)."""
     lang = render._lang(language)
     panels = render.panels_for(estimate, lang, display)
-    lines: list[str | None] = [verdict_line(estimate, lang), _focus_line(estimate, lang, focus, panels)]
+    if lead:
+        focus = None
+    lines: list[str | None] = [lead, verdict_line(estimate, lang), _focus_line(estimate, lang, focus, panels)]
     lines.append(_biggest_line(estimate, lang, focus if focus in FOCUS_COMPONENTS else None, panels))
     lines.append(next((render.note_text(n, lang) for n in estimate.notes if n.code in ENGINE_NOTES), None))
     if not estimate.fits or focus == "min_gpus":

@@ -12,7 +12,10 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from service.agent.events import Answer
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -42,13 +45,26 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(answer.model_dump_json(indent=2) + "\n")
             elif not detail:
                 short = answer.estimate is not None and bool(answer.summary)
-                text = (answer.summary + "\n" + _hint(answer.language)) if short else answer.answer
+                text = (
+                    (answer.summary + "\n" + _table(answer) + _hint(answer.language))
+                    if short
+                    else answer.answer
+                )
                 out.write(text if text.endswith("\n") else text + "\n")
             elif not answer.answer.endswith("\n"):
                 out.write("\n")
             return EXIT_OK
     err.write("ask: the agent ended without an answer\n")
     return EXIT_BAD_INPUT
+
+
+def _table(answer: Answer) -> str:
+    """A comparison's side-by-side table (components x options) under its summary."""
+    if answer.asked is None or answer.asked.kind != "compare":
+        return ""
+    from service.agent.compare_text import plain_table
+
+    return "\n" + "\n".join(plain_table(answer.asked, answer.language)) + "\n\n"
 
 
 def _hint(language: str) -> str:

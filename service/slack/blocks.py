@@ -202,7 +202,12 @@ def answer_blocks(
     blocks.append(markdown_block(summary_text(answer)))
     if notice_texts:
         blocks.append(context(notice_texts))
-    blocks.append(component_table(estimate, display, language))
+    if answer.asked is not None and answer.asked.kind == "compare":  # the options side by side instead
+        from service.slack.compare_block import compare_table_block
+
+        blocks.append(compare_table_block(answer.asked, language))
+    else:
+        blocks.append(component_table(estimate, display, language))
     if estimate.suggestions:
         blocks.append(section(fixes_text(estimate, display, language)))
     if display.serving:

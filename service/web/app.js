@@ -248,6 +248,9 @@
       case "display":
         turn.display = payload;
         break;
+      case "asked":
+        turn.asked = payload.asked;
+        break;
       case "token":
         turn.text += payload.text;
         updateText(turn);
@@ -262,6 +265,7 @@
         if (payload.scenario) turn.scenario = turn.scenario || payload.scenario;
         if (payload.estimate) turn.estimate = payload.estimate;
         if (payload.display) turn.display = payload.display;
+        if (payload.asked) turn.asked = payload.asked;
         return true;
       case "error":
         turn.error = payload;
@@ -307,6 +311,7 @@
       el("span", { text: t("assistant") }),
       turn.agent ? el("span", { class: "agent", "data-agent": turn.agent, text: t("answered_by", { agent: agentName(turn.agent) }) }) : null));
     for (const n of turn.notices) card.append(el("div", { class: "notice", text: `${t("notice")}: ${n}` }));
+    if (turn.asked && turn.asked.kind === "compare") card.append(renderCompare(turn.asked));
     if (turn.estimate) card.append(renderEstimate(turn.estimate, turn.display));
     const text = el("div", { class: "answer-text" + (turn.done ? "" : " streaming") });
     const cut = turn.done && turn.summary ? turn.text.indexOf(turn.summary) : -1;
@@ -383,6 +388,24 @@
     box.append(verdict);
     box.append(el("div", { class: "section-title", text: t("components") }));
     box.append(drawChart(est, display));
+    return box;
+  }
+
+  /** A comparison: one bar per option (its per-GPU total against its card's usable memory), the winner marked. */
+  function renderCompare(asked) {
+    const box = el("div", { class: "compare", "data-chart": "compare" });
+    const top = Math.max(...asked.options.map((o) => Math.max(o.estimate.per_gpu.total_bytes, o.estimate.usable_bytes)));
+    asked.options.forEach((o, i) => {
+      const est = o.estimate;
+      const row = el("div", { class: "compare-option" + (i === asked.winner ? " winner" : ""), "data-option": o.label,
+                              "data-fits": String(est.fits), "data-total-bytes": String(est.per_gpu.total_bytes) });
+      const bar = el("div", { class: `compare-bar ${est.fits ? "fits" : "no-fit"}` });
+      bar.style.width = `${Math.max(1, (100 * est.per_gpu.total_bytes) / top).toFixed(1)}%`;
+      const track = el("div", { class: "compare-track" }, bar);
+      row.append(el("span", { class: "compare-label", text: o.label }), track,
+                 el("span", { class: "compare-total", text: `${gib(est.per_gpu.total_bytes)} · ${est.fits ? t("fits") : t("does_not_fit")}` }));
+      box.append(row);
+    });
     return box;
   }
 

@@ -131,3 +131,15 @@ def tp_fits_heads(heads: int, kv_heads: int, tp: int) -> bool:
     if heads % tp:
         return False
     return not kv_heads or kv_heads % tp == 0 or tp % kv_heads == 0
+
+
+# The smallest hidden size per tensor-parallel shard Megatron-LM trains with (Shoeybi et al. 2019, Table 1:
+# the 8.3B model, h = 3072 on TP = 8, is 384 columns a shard; Narayanan et al. 2021, Table 1, never goes below
+# 768): a training layout never splits a model thinner (a 1.3B model, h = 2048, is offered TP <= 4, never 8).
+MIN_HIDDEN_PER_TP_SHARD = 384
+
+
+def training_tp_cap(hidden_size: int, cap: int = 8) -> int:
+    """The largest TP a training layout offers for a model of `hidden_size` (MIN_HIDDEN_PER_TP_SHARD), at most
+    `cap` (one node)."""
+    return max(1, min(cap, hidden_size // MIN_HIDDEN_PER_TP_SHARD))

@@ -32,6 +32,7 @@ from service.agent.events import (
     ScenarioEvent,
     TokenEvent,
 )
+from service.agent.inquiry_answer import asked_of_answer
 from service.agent.llm.endpoint import ChatModelHandle
 from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
 from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
@@ -39,7 +40,7 @@ from service.agent.offline.asks import asked_figure
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import normalise
 from service.agent.prompt_files import read_prompt
-from service.agent.summary import summary_text, text_summary
+from service.agent.summary import summary_lines, text_summary
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -294,20 +295,26 @@ class _Run:
         return events
 
     def answer(self, text: str, *, agent: str) -> Answer:
-        estimate = self.last_estimate
+        estimate, scenario = self.last_estimate, self.last_scenario
+        asked, lead = None, None
+        if estimate is not None and scenario is not None:  # an inverse question or comparison: as offline
+            asked, estimate, lead = asked_of_answer(self.question, scenario, estimate, self.language)
         return Answer(
             question=self.question,
             language=self.language,
-            scenario=self.last_scenario,
+            scenario=scenario,
             estimate=estimate,
             answer=text,
             summary=(
-                summary_text(estimate, self.language, asked_figure(normalise(self.question)))
+                "\n".join(
+                    summary_lines(estimate, self.language, asked_figure(normalise(self.question)), lead=lead)
+                )
                 if estimate is not None
                 else text_summary(text)
             ),
             agent=agent,
             conversation_id=self.state.conversation_id,
+            asked=asked,
         )
 
 

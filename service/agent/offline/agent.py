@@ -18,11 +18,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from service.agent.asked import Asked
+from service.agent.asked_text import asked_lines
 from service.agent.assumption_text import assumption_text
 from service.agent.base import ConversationState
 from service.agent.events import (
     AgentEvent,
     Answer,
+    AskedEvent,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -30,15 +33,17 @@ from service.agent.events import (
     ScenarioEvent,
     TokenEvent,
 )
+from service.agent.inquiry_answer import answer_inquiry, subject_for
 from service.agent.offline.followup import is_followup, merge_followup
+from service.agent.offline.inquiry import Inquiry, read_inquiry
 from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
-from service.agent.offline.parser import ParsedQuestion, parse_question
+from service.agent.offline.parser import ParsedQuestion, normalise, parse_question
 from service.agent.pieces import text_groups
 from service.agent.render import (
     display_texts,
-    render_answer_parts,
     render_concept_lines,
+    render_detail_lines,
     render_error,
     render_gpu_list,
     render_help,
@@ -46,7 +51,7 @@ from service.agent.render import (
     render_model_list,
     render_scenario_line,
 )
-from service.agent.summary import text_summary
+from service.agent.summary import summary_lines, text_summary
 from service.hub import estimate_any_model, looks_like_repo_id
 from tools.catalog import find_gpu, resolve_model
 from tools.errors import ScenarioError
@@ -111,6 +116,9 @@ class OfflineAgent:
         the pieces are those `stream`'s line events merge into (service.api.sse_wire.merge_tokens)."""
         lang: Language = language or detect_language(question, default=state.language or "en")
         parsed = parse_question(question, lang)
+        if parsed.intent == "unknown" and state.scenario and read_inquiry(normalise(question)) is not None:
+            # "what's the max context then?", "最大batch呢": an inverse question about the job before
+            parsed = parsed.model_copy(update={"intent": "estimate", "followup": True})
         if parsed.intent == "estimate":
             yield from self._estimate_events(parsed, state, lang, piece_chars)
             return
@@ -138,7 +146,9 @@ class OfflineAgent:
     def _estimate_events(
         self, parsed: ParsedQuestion, state: ConversationState, lang: Language, piece_chars: int
     ) -> Iterator[AgentEvent]:
-        stated = merge_followup(state.scenario, parsed)
+        inquiry = read_inquiry(normalise(parsed.question))
+        merged = merge_followup(state.scenario, parsed)
+        stated = subject_for(inquiry, merged)  # "the largest model": a size for the search to replace
         has_subject = any(k in stated for k in ("model", "params", "architecture"))
         if not has_subject and parsed.topic:
             # "what about 3 epochs?" / "FSDP vs ZeRO-3" with nothing to modify: answer the concept instead
@@ -165,13 +175,14 @@ class OfflineAgent:
             return
         yield ScenarioEvent(scenario=scenario)
         # First token before the estimator and planner run: what was understood (time to first token).
-        text = (
-            render_scenario_line(scenario.stated(), lang, followup=is_followup(parsed, state.scenario))
-            + "\n\n"
-        )
+        said = {k: v for k, v in scenario.stated().items() if k in merged or k not in stated}
+        text = render_scenario_line(said, lang, followup=is_followup(parsed, state.scenario)) + "\n\n"
         yield TokenEvent(text=text)
+        asked, target = _inquiry_answer(inquiry, scenario)
+        if asked is not None:
+            yield AskedEvent(asked=asked)
         try:
-            estimate = self._estimate(scenario, plan=True)
+            estimate = self._estimate(target, plan=True)
         except ScenarioError as err:
             yield _scenario_error(err, lang, stated)
             return
@@ -199,11 +210,17 @@ class OfflineAgent:
         estimated = EstimateEvent(estimate=estimate)
         estimated._display = display
         yield estimated
-        summary, detail = render_answer_parts(estimate, lang, parsed.asks, display)
+        lead, opening = _asked_lines(asked, lang)
+        summary = summary_lines(estimate, lang, parsed.asks, display, lead=lead)
+        detail = [*opening, *render_detail_lines(estimate, lang, display)]
         text += yield from _text_events(chunk_lines([*summary, "", *detail]), piece_chars)
-        yield DoneEvent(
-            answer=self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
-        )
+        if stated is not merged and asked is not None and asked.at is not None:
+            scenario = (
+                asked.at.scenario
+            )  # what a follow-up modifies: the model at the edge, not the search's seed
+        answer = self._answer(parsed, lang, text, state, scenario, estimate, "\n".join(summary))
+        answer.asked = asked
+        yield DoneEvent(answer=answer)
 
     # --- everything else -----------------------------------------------------------------------------
 
@@ -299,6 +316,31 @@ def _hub_repo(name: str) -> bool:
     from tools.catalog.models import lookup_model
 
     return looks_like_repo_id(name) and lookup_model(name) is None
+
+
+def _inquiry_answer(inquiry: Inquiry | None, scenario: Scenario) -> tuple[Asked | None, Scenario]:
+    """What an inverse question or comparison asks, answered with the estimator (service/agent/inquiry_answer.py),
+    and the job the answer's estimate is about; (None, the stated job) for a forward question, or when the
+    search cannot run on this job (a model only the Hub knows, an option the estimator refuses)."""
+    if inquiry is None:
+        return None, scenario
+    try:
+        return answer_inquiry(inquiry, scenario)
+    except (ScenarioError, ValidationError, ValueError):
+        log.info("inquiry %s not answered for %s", inquiry, scenario.stated())
+        return None, scenario
+
+
+def _asked_lines(asked: Asked | None, lang: Language) -> tuple[str | None, list[str]]:
+    """The asked figure's lines (service/agent/asked_text.py); none when a defect stops them (logged): the
+    answer then reads as a plain fit answer, never a traceback."""
+    if asked is None:
+        return None, []
+    try:
+        return asked_lines(asked, lang)
+    except Exception:
+        log.exception("asked lines failed for %s", asked.kind)
+        return None, []
 
 
 def _check_names(scenario: Scenario) -> None:
