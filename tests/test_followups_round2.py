@@ -13,13 +13,23 @@ from pathlib import Path
 
 import pytest
 
+from service.agent.events import Answer
 from service.hub import estimate_any_model
 from tests.fakes.hub_server import FakeHub, FakeRepo, fake_hub
 from tests.test_followups import Conversation, assert_tool_figures, stated
 from tools.estimator import estimate
 from tools.scenario import Scenario
+from tools.units import fmt_gib
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
+
+
+def assert_edge_figures(answer: Answer) -> None:
+    """An inverse answer's estimate is the job at the edge (asked.at), estimated again here."""
+    assert answer.asked is not None and answer.asked.at is not None and answer.estimate is not None
+    reference = estimate(Scenario.model_validate(answer.asked.at.scenario.stated()), plan=False)
+    assert answer.estimate.per_gpu.total_bytes == reference.per_gpu.total_bytes
+    assert fmt_gib(reference.per_gpu.total_bytes) in answer.answer
 
 
 def test_max_context_follow_up_keeps_the_job_in_both_languages() -> None:
@@ -28,12 +38,18 @@ def test_max_context_follow_up_keeps_the_job_in_both_languages() -> None:
     then = c.ask("what's the max context then?")
     assert stated(then) == stated(first)  # the previous job, nothing changed
     assert then.language == "en" and "Follow-up of the previous question" in then.answer
-    assert "Longest context at batch 1" in then.summary.splitlines()[1]
-    assert_tool_figures(then)
+    # the asked figure leads the summary (issue 26): the inverse search's edge, capped by the model's window
+    assert then.summary.splitlines()[0].startswith("**Longest context: 32,768 tokens**")
+    assert then.asked is not None and (then.asked.kind, then.asked.field, then.asked.value) == (
+        "max",
+        "seq_len",
+        32_768,
+    )
+    assert_edge_figures(then)
     zh = c.ask("那最长上下文能到多少？")
     assert stated(zh) == stated(first) and zh.language == "zh"
-    assert "最长上下文" in zh.summary.splitlines()[1]
-    assert_tool_figures(zh)
+    assert zh.summary.splitlines()[0].startswith("**最长上下文：32,768 tokens**")
+    assert_edge_figures(zh)
 
 
 def test_flash_attention_off_is_the_negation() -> None:
