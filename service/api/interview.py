@@ -100,7 +100,14 @@ async def get_interview(interview_id: str, interviewer: InterviewerDep, owner: O
     "/v1/coach/interviews/{interview_id}/markdown",
     summary="A mock interview as Markdown: the scorecard, what to study next, the transcript",
     response_class=PlainTextResponse,
-    responses={200: {"content": {"text/markdown": {}}}, 404: ERROR_RESPONSES[404]},
+    # the error body is JSON whatever the route's own media type (errors.py's handler)
+    responses={
+        200: {"content": {"text/markdown": {}}},
+        404: {
+            **ERROR_RESPONSES[404],
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        },
+    },
 )
 async def interview_markdown(
     interview_id: str, interviewer: InterviewerDep, owner: OwnerDep
