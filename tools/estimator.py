@@ -27,6 +27,7 @@ from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, ServingCapacity, constructed
+from tools.round_trip import as_asked
 from tools.rules.activations import inference_transient_entry
 from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
@@ -93,6 +94,7 @@ def fit_of(scenario: Scenario) -> Fit:
     """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.rules.overhead.overhead_bytes)."""
+    scenario = as_asked(scenario)
     return _fit(resolve(scenario), scenario)
 
 
@@ -149,6 +151,7 @@ def _tensor_bytes_by_phase(fp: ModelFootprint) -> list[int]:
 
 def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     """Estimate the peak GPU memory of `scenario` on its most loaded GPU (see the module docstring)."""
+    scenario = as_asked(scenario)  # an Estimate's scenario posted back: the job as first asked
     rs = resolve(scenario)
     pk = peak_for(rs)
     total = pk.total_bytes
