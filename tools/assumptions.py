@@ -30,6 +30,8 @@ ASSUMPTION_CODES: dict[str, tuple[str, ...]] = {
         "within",
     ),
     "model.from_params": ("params", "layers", "hidden", "heads", "kv", "head_dim", "inter", "vocab"),
+    "architecture.config_default": ("key", "default"),
+    "architecture.vision_not_counted": (),
     "task.lora_settings": (),
     "task.freeze_settings": (),
     "task.no_training": (),
