@@ -48,6 +48,7 @@ ASSUMPTION_CODES: dict[str, tuple[str, ...]] = {
     "gpu.alias_others": ("alias", "variant", "card", "others", "last"),
     "gpu.stated_size": ("gb", "gib"),
     "gpu.stated_size_of_card": ("card", "gb", "gib", "marketed"),
+    "gpu.named_at_stated_size": ("card", "gb", "gib", "vendor"),
     "num_gpus.model_parallel": (),
     "zero_stage.offload": (),
     "pp_microbatches.fill": (),

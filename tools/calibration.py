@@ -134,6 +134,13 @@ BNB_OPTIM_BLOCK = 256
 # per-GPU overhead. Value: inside that reported range, not yet measured here (no GPU has been lent;
 # benchmarks/gpu_measure.py records nvidia-smi minus max_memory_reserved when one is).
 CUDA_CONTEXT_BYTES = 600 * MiB
+# AMD GPUs under ROCm: no CUDA context; the HIP runtime's device state, the rocBLAS/hipBLASLt and MIOpen kernel
+# code objects loaded by the first launches and the hipBLASLt workspace (PyTorch aten/src/ATen/cuda/CUDABlas.cpp
+# _parseChosenWorkspaceSize, HIPBLASLT_WORKSPACE_SIZE) in its place. vLLM's profiler measures this non-torch
+# memory the same way on ROCm (vllm/utils MemorySnapshot); no ROCm card has been lent here to measure it, so
+# the figure is the CUDA context's order of magnitude, kept separate to be calibrated on its own
+# (benchmarks/gpu_measure.py records rocm-smi minus max_memory_reserved when one is).
+ROCM_RUNTIME_BYTES = 600 * MiB
 # PyTorch caching allocator: reserved - allocated at peak (block rounding to 512 B / 2 MiB segments,
 # fragmentation). Expressed as a fraction of the tensor peak; measured ratios of
 # max_memory_reserved / max_memory_allocated on HF training runs are typically 1.02-1.10.

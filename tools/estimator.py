@@ -34,6 +34,7 @@ from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
 from tools.rules.overhead import overhead_bytes, overhead_components
 from tools.rules.phases import peak_of
 from tools.scenario import Scenario
+from tools.unified_memory import for_the_device
 
 if TYPE_CHECKING:  # imported where used: a training estimate never loads the serving engines' models
     from tools.serving import EngineInputs
@@ -209,7 +210,7 @@ def estimate(scenario: Scenario, *, plan: bool = True) -> Estimate:
     if plan:
         from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
 
-        result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
+        result = for_the_device(run_planner(est, limit=PLAN_SEARCH_LIMIT), gpu.vendor)
         est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
         est.min_gpus = result.min_gpus
         est.min_gpus_changes = result.min_gpus_changes

@@ -60,6 +60,7 @@ from tools.resolution.task import PEFT_DEFAULT_TARGETS, choose_task, trainable_s
 from tools.result import Assumption
 from tools.round_trip import as_asked, with_filled
 from tools.rules.optimizers import OptimizerRule, TrainableSpec
+from tools.rules.overhead import runtime_of
 from tools.rules.parallel import Layout
 from tools.rules.precision import Recipe
 from tools.rules.quant import WeightFormat
@@ -154,7 +155,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     kernel = attention_kernel(sc, ref.arch, recipe, weight_dtype, f)
     kv_bytes = kv_dtype_bytes(sc, training, weight_dtype, gpu, f)
     gmu, margin = memory_reservation(sc, training, f)
-    layout = pipeline_layout(sc, parallel, f)
+    layout = pipeline_layout(sc, parallel, f, runtime_of(gpu.vendor))
     return ResolvedScenario(
         scenario=with_filled(sc, f.changes),
         model=ref,

@@ -1,0 +1,40 @@
+"""What an Apple Silicon Mac cannot be told to do: the planner's answer for a job on one.
+
+A Mac's GPU shares the machine's unified memory with the CPU, so moving optimizer states, parameters,
+activations or a frozen reference model "to the CPU" frees nothing (the card's memory is already the part of
+that memory Metal lets the GPU use: tools/catalog/named_gpus.py); and the common stacks (MLX, llama.cpp,
+PyTorch MPS) run one Mac, with no tensor or pipeline parallelism and no ZeRO across Macs. Suggestions that
+rely on either are dropped, and the fewest-GPU figure is kept only when one Mac is enough.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tools.planner import PlanResult
+
+# a change that moves memory off the GPU into (the same) unified memory
+_OFFLOAD_FIELDS = ("offload_optimizer", "offload_params")
+_TO_CPU_FLAGS = ("activation_offloading", "reference_offload")
+
+
+def _needs_what_a_mac_lacks(changes: dict[str, Any]) -> bool:
+    several = any(int(changes.get(k) or 1) > 1 for k in ("num_gpus", "tp", "pp", "cp", "ep"))
+    offload = any(changes.get(k) not in (None, "none") for k in _OFFLOAD_FIELDS)
+    to_cpu = any(changes.get(k) for k in _TO_CPU_FLAGS)
+    return several or offload or to_cpu or int(changes.get("zero_stage") or 0) > 0
+
+
+def for_the_device(result: PlanResult, vendor: str) -> PlanResult:
+    """`result` as it applies to a card of `vendor`: on an Apple Silicon Mac, without offload to the CPU or
+    more than one Mac (see the module docstring); any other card's result as it is."""
+    if vendor != "apple":
+        return result
+    suggestions = [sg for sg in result.suggestions if not _needs_what_a_mac_lacks(sg.scenario_changes)]
+    one_mac = result.min_gpus == 1 and not _needs_what_a_mac_lacks(result.min_gpus_changes or {})
+    return result._replace(
+        suggestions=suggestions,
+        min_gpus=result.min_gpus if one_mac else None,
+        min_gpus_changes=result.min_gpus_changes if one_mac else None,
+    )
