@@ -127,7 +127,8 @@ def test_every_corpus_suggestion_reads_from_its_codes() -> None:
             assert change_words(bare, "en") == sg.change and rationale_words(bare, "en") == sg.rationale
             assert "${" not in change_words(bare, "zh") + (rationale_words(bare, "zh") or "")
             count += 1
-    assert count == 2231
+    # 2231 before issue 24: an apple-32gb row lost 2 (no offload, no second Mac) and an eager row 1
+    assert count == 2228
 
 
 def test_every_lever_gives_a_listed_code_with_its_values() -> None:
