@@ -165,3 +165,19 @@ def test_an_estimate_from_a_config_json_round_trips() -> None:
     first = estimate(Scenario(architecture=_config("deepseek-ai--DeepSeek-V2-Lite"), task="lora", gpu="h100"))
     again = estimate(Scenario.model_validate(json.loads(first.scenario.model_dump_json())))
     assert again.model_dump() == first.model_dump()
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "value"),
+    [
+        ("deepseek-ai--DeepSeek-V2-Lite", "first_k_dense_replace", [1]),
+        ("mistralai--Mixtral-8x7B-v0.1", "max_position_embeddings", {"a": 1}),
+        ("THUDM--glm-4-9b", "num_attention_heads", 0),
+        ("deepseek-ai--DeepSeek-V2-Lite", "n_shared_experts", "two"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_a_422_not_a_500(
+    client: TestClient, name: str, key: str, value: object
+) -> None:
+    r = client.post("/v1/estimate", json={"architecture": {**_config(name), key: value}, "task": "inference"})
+    assert r.status_code == 422 and r.json()["field"] == "architecture", r.text

@@ -387,6 +387,14 @@ def architecture_fields(config: Mapping[str, Any], *, strict: bool) -> dict[str,
         if strict and err.code == "config_key_missing":  # a misspelling of the missing key: named first
             refuse_unread(cfg, ARCHITECTURE_ONLY_FIELDS, missing=str(err.values["key"]))
         raise
+    except (TypeError, ValueError, ArithmeticError) as err:  # a list where a count belongs; 0 heads
+        raise ScenarioError(
+            "architecture",
+            f"config.json has a value of the wrong type ({err})",
+            accepted=ACCEPTED,
+            code="config_value_invalid",
+            values={"key": "?", "detail": str(err)},
+        ) from None
     if strict:
         _refuse_unknown(outer, cfg)
     fields.update(own)
