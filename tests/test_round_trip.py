@@ -94,3 +94,17 @@ def test_every_corpus_estimate_round_trips() -> None:
         if json.loads(again.model_dump_json()) != stored:
             moved.append(row["scenario"])
     assert not moved, f"{len(moved)} scenarios do not round-trip, first: {moved[0]}"
+
+
+def test_the_cli_round_trips_its_own_scenario() -> None:
+    """`vramwise estimate --scenario - --json` fed its own Estimate's scenario prints the same Estimate."""
+    from tests.test_cli_estimate import run
+
+    first = run(
+        ["estimate", "--scenario", "-", "--json"], json.dumps({"params": 13_000_000_000, "task": "qlora"})
+    )
+    assert first.returncode == 0, first.stderr
+    scenario = json.loads(first.stdout)["scenario"]
+    again = run(["estimate", "--scenario", "-", "--json"], json.dumps(scenario))
+    assert again.returncode == 0 and json.loads(again.stdout) == json.loads(first.stdout)
+    assert round(json.loads(again.stdout)["per_gpu"]["total_bytes"] / GiB, 2) == 15.78
