@@ -106,3 +106,18 @@ def test_an_unsized_unknown_card_gets_a_question_not_a_default(question: str) ->
     done = ask(question)
     assert isinstance(done, ErrorEvent), done
     assert done.field == "gpu" and "how much memory" in done.message
+
+
+@pytest.mark.parametrize(
+    ("gpu", "engine", "context"),
+    [("apple-64gb", "llama.cpp", None), ("apple-64gb", "ollama", None), ("mi300x", "vllm", "hip_runtime")],
+)
+def test_serving_engines_name_the_cards_runtime(gpu: str, engine: str, context: str | None) -> None:
+    dtype = "q4_k_m" if engine in ("llama.cpp", "ollama") else None
+    est = estimate(
+        Scenario(model="llama-3-8b", task="inference", gpu=gpu, engine=engine, weight_dtype=dtype), plan=False
+    )
+    names = [c.name for c in est.components]
+    assert "cuda_context" not in names and sum(c.bytes for c in est.components) == est.per_gpu.total_bytes
+    if context:
+        assert dict(zip(names, (c.bytes for c in est.components), strict=True))[context] == 600 * MiB

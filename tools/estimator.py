@@ -31,7 +31,7 @@ from tools.round_trip import as_asked
 from tools.rules.activations import inference_transient_entry
 from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.rules.kv_cache import kv_bytes_per_token, kv_specs
-from tools.rules.overhead import overhead_bytes, overhead_components
+from tools.rules.overhead import engine_terms_on, overhead_bytes, overhead_components
 from tools.rules.phases import peak_of
 from tools.scenario import Scenario
 from tools.unified_memory import for_the_device
@@ -332,7 +332,7 @@ def _with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
             note_code=None,
             note=None,
         )
-        for t in result.terms
+        for t in engine_terms_on(result.terms, rs.layout.runtime)
     ]
     tensor = sum(c.bytes for c in components if c.kind == "tensor")
     # the engine's defaults replace the generic ones (SGLang's mem_fraction_static is not vLLM's 0.9);

@@ -13,12 +13,16 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeVar
 
 from tools import calibration as cal
 from tools.result import Component, constructed
 from tools.rules.parallel import Layout
 from tools.units import MiB
+
+T = TypeVar("T", bound=Any)  # a dataclass with name, bytes, formula, source and label (EngineTerm)
 
 
 class RuntimeContext(NamedTuple):
@@ -53,6 +57,28 @@ _VENDOR_RUNTIMES = {"amd": "rocm", "apple": "metal"}
 def runtime_of(vendor: str) -> str:
     """The GPU runtime whose context a card of `vendor` pays (Layout.runtime)."""
     return _VENDOR_RUNTIMES.get(vendor, "cuda")
+
+
+def engine_terms_on(terms: Iterable[T], runtime: str) -> list[T]:
+    """A serving engine's terms (tools/serving.py EngineTerm) on a card of `runtime`: its `cuda_context` term
+    (the non-torch memory the engine sees) is the runtime's context (hip_runtime under ROCm), and on a Mac,
+    where there is none, it is dropped when nothing else is in it."""
+    context = RUNTIME_CONTEXTS[runtime]
+    out = []
+    for term in terms:
+        if term.name == "cuda_context" and runtime != "cuda":
+            if context is None and term.bytes == 0:
+                continue
+            if context is not None:
+                term = replace(
+                    term,
+                    name=context.name,
+                    label=context.name,
+                    formula=context.formula,
+                    source=context.source,
+                )
+        out.append(term)
+    return out
 
 
 def context_bytes(runtime: str) -> int:
