@@ -108,3 +108,13 @@ def test_the_cli_round_trips_its_own_scenario() -> None:
     again = run(["estimate", "--scenario", "-", "--json"], json.dumps(scenario))
     assert again.returncode == 0 and json.loads(again.stdout) == json.loads(first.stdout)
     assert round(json.loads(again.stdout)["per_gpu"]["total_bytes"] / GiB, 2) == 15.78
+
+
+def test_a_what_if_change_that_leaves_no_valid_default_reads_every_value_as_stated() -> None:
+    """TP 4 set in a what-if control with `num_gpus` (filled: 1) still listed: read without the listed values
+    the job would be re-filled to 4 GPUs; the posted 1 GPU is read as stated, and refused for what it is."""
+    first = estimate(Scenario(model="llama-2-7b", task="inference", gpu="4090"), plan=False)
+    assert "num_gpus" in (first.scenario.filled or ())
+    edited = Scenario.model_validate(first.scenario.model_dump(mode="json") | {"tp": 4})
+    with pytest.raises(ValueError, match="tp"):
+        estimate(edited, plan=False)

@@ -29,7 +29,13 @@ def as_asked(scenario: Scenario) -> Scenario:
     again); `filled` itself is dropped. A scenario without `filled` is returned as it is."""
     if scenario.filled is None:
         return scenario
-    names = set(scenario.filled)
+    try:
+        return _without_defaults(scenario, set(scenario.filled))
+    except ValueError:  # without the listed values the job is not valid: every value is read as stated
+        return scenario.merged(filled=None)
+
+
+def _without_defaults(scenario: Scenario, names: set[str]) -> Scenario:
     asked = scenario.merged(filled=None, **dict.fromkeys(names))
     # each pass keeps as stated the listed fields whose value is not the default of the scenario without them;
     # a field kept can change another's default, hence the passes (at most one per listed field)
