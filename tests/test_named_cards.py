@@ -121,3 +121,15 @@ def test_serving_engines_name_the_cards_runtime(gpu: str, engine: str, context: 
     assert "cuda_context" not in names and sum(c.bytes for c in est.components) == est.per_gpu.total_bytes
     if context:
         assert dict(zip(names, (c.bytes for c in est.components), strict=True))[context] == 600 * MiB
+
+
+def test_several_macs_and_offload_on_a_mac_are_said() -> None:
+    two = estimate(Scenario(model="llama-3-70b", task="inference", gpu="apple-64gb", num_gpus=2), plan=False)
+    assert [n.code for n in two.notes if n.code == "several_macs"] == ["several_macs"]
+    offload = estimate(
+        Scenario(model="llama-2-7b", task="full_finetune", gpu="apple-128gb", offload_optimizer="cpu"),
+        plan=False,
+    )
+    assert "unified_memory_offload" in [n.code for n in offload.notes]
+    card = estimate(Scenario(model="llama-3-70b", task="inference", gpu="h100", num_gpus=2), plan=False)
+    assert not {"several_macs", "unified_memory_offload"} & {n.code for n in card.notes}

@@ -65,6 +65,7 @@ from tools.rules.parallel import Layout
 from tools.rules.precision import Recipe
 from tools.rules.quant import WeightFormat
 from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
+from tools.unified_memory import mac_notes
 
 if TYPE_CHECKING:
     from tools.catalog.gpus import GpuAlias, GpuSpec
@@ -156,6 +157,7 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     kv_bytes = kv_dtype_bytes(sc, training, weight_dtype, gpu, f)
     gmu, margin = memory_reservation(sc, training, f)
     layout = pipeline_layout(sc, parallel, f, runtime_of(gpu.vendor))
+    mac_notes(gpu.vendor, layout, f)
     return ResolvedScenario(
         scenario=with_filled(sc, f.changes),
         model=ref,

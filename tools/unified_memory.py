@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tools.planner import PlanResult
+    from tools.resolution.defaults import Filled
+    from tools.rules.parallel import Layout
 
 # a change that moves memory off the GPU into (the same) unified memory
 _OFFLOAD_FIELDS = ("offload_optimizer", "offload_params")
@@ -38,3 +40,14 @@ def for_the_device(result: PlanResult, vendor: str) -> PlanResult:
         min_gpus=result.min_gpus if one_mac else None,
         min_gpus_changes=result.min_gpus_changes if one_mac else None,
     )
+
+
+def mac_notes(vendor: str, layout: Layout, f: Filled) -> None:
+    """What a job on Macs asks that Macs do not do (tensor parallelism across Macs; offload to the CPU that shares
+    their memory), said in the notes: the estimate stands."""
+    if vendor != "apple":
+        return
+    if layout.num_gpus > 1:
+        f.note("several_macs", num_gpus=layout.num_gpus)
+    if layout.offload_optimizer or layout.offload_params:
+        f.note("unified_memory_offload")
