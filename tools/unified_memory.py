@@ -2,9 +2,10 @@
 
 A Mac's GPU shares the machine's unified memory with the CPU, so moving optimizer states, parameters,
 activations or a frozen reference model "to the CPU" frees nothing (the card's memory is already the part of
-that memory Metal lets the GPU use: tools/catalog/named_gpus.py); and the common stacks (MLX, llama.cpp,
-PyTorch MPS) run one Mac, with no tensor or pipeline parallelism and no ZeRO across Macs. Suggestions that
-rely on either are dropped, and the fewest-GPU figure is kept only when one Mac is enough.
+that memory Metal lets the GPU use: tools/catalog/named_gpus.py); and Macs are not joined the way the
+planner's layouts join GPUs: no tensor parallelism or ZeRO across Macs (llama.cpp RPC and exo split layers
+between Macs over the network, which no layout here models). Suggestions that rely on either are dropped, and
+the fewest-GPU figure is kept only when one Mac is enough.
 """
 
 from __future__ import annotations
