@@ -39,6 +39,12 @@ FLASH_LSE_BYTES_PER_HEAD = 4  # fp32 log-sum-exp per head per token (FlashAttent
 # (softmax(dtype=float32) is saved: 4), cast probs saved by matmul(probs, v) (B). Scores themselves
 # are not saved by matmul (q, k are). Net saved per score element: 4 + B.
 EAGER_SOFTMAX_FP32_BYTES = 4
+# A no-grad forward's eager softmax moment (tools/rules/activations.py inference_transient_entry), per token
+# besides the scores: the residual stream's 16-bit copies (h each) and q plus repeat_kv's K and V at a heads
+# (a*d each). Traced llama-3-8b b8 s4096 bf16: 4 h-sized (two residual adds, the embedding output, a mul) and
+# 2 a*d-sized (repeat_kv clones); gemma-2-2b b4 s4096: 3 h-sized and 3 a*d-sized; the larger of each is taken.
+EAGER_MOMENT_H_COPIES = 4
+EAGER_MOMENT_HEAD_COPIES = 3
 EAGER_PROBS_SAVED_COPIES = 1  # x B per score element (a*s*s per sequence)
 # SDPA math kernel (GPU: fp32 with GQA, where transformers passes enable_gqa): q and k scaled copies,
 # k and v expanded to a heads, the output; per score the softmax output. Traced tinyllama-1.1b fp32
@@ -134,6 +140,13 @@ BNB_OPTIM_BLOCK = 256
 # per-GPU overhead. Value: inside that reported range, not yet measured here (no GPU has been lent;
 # benchmarks/gpu_measure.py records nvidia-smi minus max_memory_reserved when one is).
 CUDA_CONTEXT_BYTES = 600 * MiB
+# AMD GPUs under ROCm: no CUDA context; the HIP runtime's device state, the rocBLAS/hipBLASLt and MIOpen kernel
+# code objects loaded by the first launches and the hipBLASLt workspace (PyTorch aten/src/ATen/cuda/CUDABlas.cpp
+# _parseChosenWorkspaceSize, HIPBLASLT_WORKSPACE_SIZE) in its place. vLLM's profiler measures this non-torch
+# memory the same way on ROCm (vllm/utils MemorySnapshot); no ROCm card has been lent here to measure it, so
+# the figure is the CUDA context's order of magnitude, kept separate to be calibrated on its own
+# (benchmarks/gpu_measure.py records rocm-smi minus max_memory_reserved when one is).
+ROCM_RUNTIME_BYTES = 600 * MiB
 # PyTorch caching allocator: reserved - allocated at peak (block rounding to 512 B / 2 MiB segments,
 # fragmentation). Expressed as a fraction of the tensor peak; measured ratios of
 # max_memory_reserved / max_memory_allocated on HF training runs are typically 1.02-1.10.

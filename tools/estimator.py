@@ -25,9 +25,11 @@ from tools.footprint import ModelFootprint, model_footprint
 from tools.no_effect import no_effect_notes
 from tools.resolve import RL_TASKS, ResolvedScenario, resolve
 from tools.result import Component, Estimate, GpuInfo, PerGpu, PhasePeak, constructed
+from tools.round_trip import as_asked
 from tools.rules.overhead import overhead_bytes, overhead_components
 from tools.rules.phases import peak_of
 from tools.scenario import Scenario
+from tools.unified_memory import for_the_device
 
 
 def footprint_for(rs: ResolvedScenario) -> ModelFootprint:
@@ -85,6 +87,7 @@ def fit_of(scenario: Scenario) -> Fit:
     """The verdict of `estimate(scenario, plan=False)` (same total, same fits) at a fraction of its cost:
     phase sums straight from the footprint's parts (peak_of's rule: the first phase with the most
     tensor bytes), overhead as a sum (tools.rules.overhead.overhead_bytes)."""
+    scenario = as_asked(scenario)
     return _fit(resolve(scenario), scenario)
 
 
@@ -144,6 +147,7 @@ def estimate(scenario: Scenario, *, plan: bool = True, run_planner: bool = True)
 
     `run_planner=False` with `plan=True`: the planned estimate less what the planner adds (suggestions,
     min_gpus), which `add_plan` then adds (the service traces the two apart: service/hub.py)."""
+    scenario = as_asked(scenario)  # an Estimate's scenario posted back: the job as first asked
     rs = resolve(scenario)
     pk = peak_for(rs)
     total = pk.total_bytes
@@ -211,7 +215,7 @@ def add_plan(est: Estimate) -> Estimate:
     """The planner's suggestions (the cheapest few) and min_gpus, set on `est` (which it returns)."""
     from tools.planner import plan as run_planner  # only when planning: keeps --no-plan start-up light
 
-    result = run_planner(est, limit=PLAN_SEARCH_LIMIT)
+    result = for_the_device(run_planner(est, limit=PLAN_SEARCH_LIMIT), est.gpu.vendor)
     est.suggestions = list(result.suggestions)[:SUGGESTIONS_SHOWN]
     est.min_gpus = result.min_gpus
     est.min_gpus_changes = result.min_gpus_changes

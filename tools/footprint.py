@@ -170,6 +170,11 @@ def _resident_bound(ts: TrainStep, parts: list[PhasedComponent | None]) -> int:
     return max(sum(p.bytes_at(ph) for p in parts if p is not None) for ph in TRAIN_PHASES)
 
 
+def _fp16(ms: ModelStep) -> bool:
+    """fp16 compute: CUDA's eager softmax upcasts it in its fused kernel (tools/rules/activations.py)."""
+    return getattr(ms.fmt, "name", "") == "fp16"
+
+
 def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int | None) -> ModelFootprint:
     """Generation: prefill of prompt_len tokens, then decode up to seq tokens, of kv_sequences sequences."""
     rs, lay = ms.rs, ms.lay
@@ -180,7 +185,7 @@ def generate_footprint(ms: ModelStep, prompt_len: int | None, kv_sequences: int 
     act_b = ms.fmt.compute_bytes
     transient = {
         "prefill": activations.transient_entry(
-            ms.model, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp
+            ms.model, b=ms.batch, s=prompt_len, act_bytes=act_b, flash=rs.flash, tp=lay.tp, fp16=_fp16(ms)
         ),
         "decode": activations.transient_entry(ms.model, b=seqs, s=1, act_bytes=act_b, flash=True, tp=lay.tp),
     }
@@ -198,7 +203,13 @@ def forward_footprint(ms: ModelStep, all_positions: bool) -> ModelFootprint:
     """A frozen no-grad forward over batch x seq (reference / reward scoring)."""
     rs, lay = ms.rs, ms.lay
     tr = activations.transient_entry(
-        ms.model, b=ms.batch, s=ms.seq, act_bytes=ms.fmt.compute_bytes, flash=rs.flash, tp=lay.tp
+        ms.model,
+        b=ms.batch,
+        s=ms.seq,
+        act_bytes=ms.fmt.compute_bytes,
+        flash=rs.flash,
+        tp=lay.tp,
+        fp16=_fp16(ms),
     )
     parts = [
         *stored_weights(ms, FORWARD_PHASES),

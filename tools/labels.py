@@ -45,6 +45,7 @@ LABEL_CODES: dict[str, tuple[str, ...]] = {
     "kv_cache": (),
     # runtime overhead (tools/rules/overhead.py)
     "cuda_context": (),
+    "hip_runtime": (),
     "allocator_slack": (),
     "nccl_buffers": (),
     # serving engines (tools/serving.py)

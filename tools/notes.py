@@ -19,6 +19,8 @@ NOTE_CODES: dict[str, tuple[str, ...]] = {
     "seq_beyond_context": ("seq_len", "max_position_embeddings"),
     "ep_does_not_divide": ("ep", "ranks"),
     "inference_params_offload": (),
+    "several_macs": ("num_gpus",),  # tools/unified_memory.py
+    "unified_memory_offload": (),
     "sequence_parallel_without_tp": (),
     "no_fp8_tensor_cores": ("gpu",),
     "no_native_bf16": ("gpu",),

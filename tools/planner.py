@@ -745,7 +745,7 @@ def _stated_scenario(base: Estimate) -> Scenario:
     the images' decoder tokens: tools/resolution/sizes.py), and the task, which the levers change."""
     assumed = {a.field for a in base.assumptions if a.field in Scenario.model_fields}
     keep = {"model", "params", "architecture", "task", "gpu", "images"}
-    update: dict[str, Any] = {f: None for f in assumed - keep}
+    update: dict[str, Any] = {f: None for f in assumed - keep} | {"filled": None}
     for a in base.assumptions:
         if a.code == "model.from_params":
             # a model given as a parameter count only is named by its size label once resolved ("3B"); read

@@ -58,11 +58,14 @@ from tools.resolution.serving import kv_dtype_bytes, memory_reservation
 from tools.resolution.sizes import sizes
 from tools.resolution.task import PEFT_DEFAULT_TARGETS, choose_task, trainable_set
 from tools.result import Assumption
+from tools.round_trip import as_asked, with_filled
 from tools.rules.optimizers import OptimizerRule, TrainableSpec
+from tools.rules.overhead import runtime_of
 from tools.rules.parallel import Layout
 from tools.rules.precision import Recipe
 from tools.rules.quant import WeightFormat
 from tools.scenario import ADAPTER_TASKS, RL_TASKS, TRAINING_TASKS, Scenario
+from tools.unified_memory import mac_notes
 
 if TYPE_CHECKING:
     from tools.catalog.gpus import GpuAlias, GpuSpec
@@ -139,7 +142,7 @@ class ResolvedScenario:
 def resolve(scenario: Scenario) -> ResolvedScenario:
     """Validate `scenario`, fill every default (recorded as assumptions) and select the rules: the
     stages of tools/resolution/ in order (each stage's checks raise before a later stage runs)."""
-    sc, f = scenario, Filled()
+    sc, f = as_asked(scenario), Filled()
     ref = look_up_model(sc, f)
     task = choose_task(sc, f)
     training = task != "inference"
@@ -153,9 +156,10 @@ def resolve(scenario: Scenario) -> ResolvedScenario:
     kernel = attention_kernel(sc, ref.arch, recipe, weight_dtype, f)
     kv_bytes = kv_dtype_bytes(sc, training, weight_dtype, gpu, f)
     gmu, margin = memory_reservation(sc, training, f)
-    layout = pipeline_layout(sc, parallel, f)
+    layout = pipeline_layout(sc, parallel, f, runtime_of(gpu.vendor))
+    mac_notes(gpu.vendor, layout, f)
     return ResolvedScenario(
-        scenario=sc.updated(f.changes),
+        scenario=with_filled(sc, f.changes),
         model=ref,
         gpu=gpu,
         gpu_alias_note=alias_note,

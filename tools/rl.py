@@ -70,6 +70,7 @@ from tools.footprint import ModelFootprint, PhasedComponent, model_footprint
 from tools.model.lora import lora_spec
 from tools.notes import note
 from tools.resolve import ModelRef, ResolvedScenario, resolve_model_ref
+from tools.round_trip import with_filled
 
 GRPO_DEFAULT_NUM_GENERATIONS = 8  # trl/trainer/grpo_config.py num_generations default
 GRPO_DEFAULT_PROMPT_LEN = 512  # trl/trainer/grpo_config.py max_prompt_length default
@@ -215,7 +216,7 @@ def _other_model(rs: ResolvedScenario, name: str | None, role: str, assumptions:
     return rs.model
 
 
-def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
+def fill_rl_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
     """(prompt_len, max_new_tokens, rollout sequences per GPU, generations per prompt), defaults recorded."""
     sc, changes, new = rs.scenario, {}, []
     assumed = {rec[0] for rec in rs.said}
@@ -259,7 +260,7 @@ def _fill_defaults(rs: ResolvedScenario) -> tuple[int, int, int, int]:
             new.append(said("rollout_batch_size", rollout, "rollout_batch_size.default"))
         sequences = rollout or rs.batch
     if changes:
-        rs.scenario = sc.model_copy(update=changes)
+        rs.scenario = with_filled(sc, changes)
     rs.said.extend(new)
     return max(1, rs.seq - max_new), max_new, sequences, gens
 
@@ -636,7 +637,7 @@ def rl_footprint(rs: ResolvedScenario) -> ModelFootprint:
     Fills the RL defaults into `rs.scenario` and `rs.assumptions` (max_new_tokens, rollout_batch_size,
     num_generations, critic/reward model) so the Estimate shows them.
     """
-    prompt_len, _, rollout, gens = _fill_defaults(rs)
+    prompt_len, _, rollout, gens = fill_rl_defaults(rs)
     extra: list[Said] = []
     with memo_scope():  # the defaults are filled: `rs` stays as it is while the step is composed
         if rs.task == "ppo":

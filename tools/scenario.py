@@ -89,6 +89,36 @@ ADAPTER_TASKS: frozenset[str] = frozenset({"lora", "qlora"})
 WEIGHT_DTYPES: tuple[str, ...] = WeightDtype.__args__  # type: ignore[attr-defined]
 RECIPES: tuple[str, ...] = PrecisionRecipe.__args__  # type: ignore[attr-defined]
 OPTIMIZERS: tuple[str, ...] = Optimizer.__args__  # type: ignore[attr-defined]
+# the fields a resolution may fill (tools/resolution/, tools/rl.py): what `filled` may name
+FILLABLE_FIELDS: tuple[str, ...] = (
+    "model",
+    "params",
+    "task",
+    "gpu",
+    "num_gpus",
+    "batch_size",
+    "seq_len",
+    "weight_dtype",
+    "precision_recipe",
+    "optimizer",
+    "quant_method",
+    "double_quant",
+    "lora_rank",
+    "lora_targets",
+    "trainable_layers",
+    "recompute",
+    "gradient_checkpointing",
+    "attention",
+    "zero_stage",
+    "tp",
+    "pp_microbatches",
+    "kv_dtype",
+    "gpu_memory_utilization",
+    "safety_margin",
+    "max_new_tokens",  # RL rollouts (tools/rl.py)
+    "num_generations",
+    "rollout_batch_size",
+)
 
 
 class Scenario(BaseModel):
@@ -237,11 +267,28 @@ class Scenario(BaseModel):
     warmup_steps: int | None = None
     global_batch_size: int | None = Field(default=None, ge=1)
 
+    # --- round trip ------------------------------------------------------------------------------
+    filled: list[Annotated[str, Field(max_length=MAX_NAME_CHARS)]] | None = Field(
+        default=None,
+        max_length=len(FILLABLE_FIELDS),
+        description="the fields the estimator filled with a default (an Estimate's scenario); posted back, "
+        "a listed field whose value is still that default is read as not stated (tools/round_trip.py)",
+    )
+
     @field_validator("*", mode="before")
     @classmethod
     def _no_bools_for_numbers(cls, value: object, info: ValidationInfo) -> object:
         """JSON `true` is not a batch size: pydantic's lax mode would take it as 1."""
         return reject_bool_for_number(cls, info.field_name, value)
+
+    @field_validator("filled")
+    @classmethod
+    def _fillable(cls, value: list[str] | None) -> list[str] | None:
+        """`filled` names only fields a resolution fills: anything else is refused by name."""
+        unknown = sorted(set(value or ()) - set(FILLABLE_FIELDS))
+        if unknown:
+            raise ValueError(f"filled names {', '.join(unknown)}; accepted: {', '.join(FILLABLE_FIELDS)}")
+        return value
 
     @model_validator(mode="after")
     def _inference_formats(self) -> Scenario:

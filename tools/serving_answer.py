@@ -16,6 +16,7 @@ from tools.result import Component, Estimate, PerGpu, PhasePeak, ServingCapacity
 from tools.rules.activations import inference_transient_entry
 from tools.rules.gguf import GGUF_DTYPES, output_type, row_bytes
 from tools.rules.kv_cache import kv_specs
+from tools.rules.overhead import engine_terms_on
 from tools.serving import ENGINES, EngineInputs, serving_capacity
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def with_engine(est: Estimate, rs: ResolvedScenario, pk: Peak) -> Estimate:
             note_code=None,
             note=None,
         )
-        for t in result.terms
+        for t in engine_terms_on(result.terms, rs.layout.runtime)  # a ROCm or Mac card's own runtime term
     ]
     tensor = sum(c.bytes for c in components if c.kind == "tensor")
     total = result.total_bytes

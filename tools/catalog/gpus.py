@@ -16,10 +16,14 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from tools.catalog.fuzzy import closest, normalize
+from tools.catalog.named_gpus import named_card, named_card_size, vendor_of
 from tools.errors import ScenarioError, quote
 
 GPUS_JSON = Path(__file__).with_name("gpus.json")
-GPU_ACCEPTED = "a catalog GPU id or common name (a100-80gb, 4090, H100, H20, 910B, MI300X; see GET /v1/gpus)"
+GPU_ACCEPTED = (
+    "a catalog GPU id or common name (a100-80gb, 4090, H100, H20, 910B, MI300X, 7900 XTX; see GET /v1/gpus), "
+    "or any card with its memory stated (MX450 2GB, M2 Max 32GB, 24GB)"
+)
 
 # Words that never distinguish one card from another ("NVIDIA GeForce RTX 4090" = "4090").
 _NOISE = re.compile(r"nvidia|geforce|tesla|rtx|instinct|huawei|amd|gpu|显卡|colab|kaggle")
@@ -202,6 +206,19 @@ def find_gpu(name: str) -> tuple[GpuSpec, GpuAlias | None]:
         )
         if sized is not None:
             return sized
+        named = named_card_size(name or "")
+        if named is not None:  # a card the catalog lacks, with its memory: that card at that size
+            return _named(*named)
+    if hit is None and vendor_of(name or "") != "unknown":
+        # a card named by its vendor's words (an MX450, a MacBook) the catalog lacks: its memory is asked for
+        raise ScenarioError(
+            "gpu",
+            f"'{quote(name)}' is not in the GPU catalog: how much memory does it have?",
+            accepted=f"the card with its memory stated (e.g. '{quote(name)} 8GB'), or {GPU_ACCEPTED}",
+            suggestions=closest(key, {k: v[0] for k, v in index.items()}),  # or a typo of a catalog card
+            code="gpu_memory_needed",
+            values={"name": quote(name)},
+        )
     if hit is None:
         raise ScenarioError(
             "gpu",
@@ -213,3 +230,13 @@ def find_gpu(name: str) -> tuple[GpuSpec, GpuAlias | None]:
         )
     gpu_id, note = hit
     return get_gpu(gpu_id), note
+
+
+def _named(card: str, gb: int) -> tuple[GpuSpec, GpuAlias | None]:
+    """A named card the catalog lacks at its stated memory; a Mac of a size the catalog lists is that entry."""
+    if vendor_of(card) == "apple":
+        try:
+            return get_gpu(f"apple-{gb}gb"), None
+        except KeyError:
+            pass
+    return named_card(card, gb)

@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tools.catalog.config_keys import FAMILY_DEFAULTS, ReadConfig, refuse_unread
 from tools.errors import ScenarioError
-from tools.model.architecture import Architecture
+from tools.model.architecture import ARCHITECTURE_ONLY_FIELDS, Architecture
 
 Config = Mapping[str, Any]
 ACCEPTED = (
@@ -28,9 +29,10 @@ ACCEPTED = (
 
 def _need(cfg: Config, *keys: str) -> Any:
     """The first present key of `keys`; ScenarioError naming the first one otherwise."""
-    for key in keys:
-        if cfg.get(key) is not None:
-            return cfg[key]
+    values = [cfg.get(key) for key in keys]  # each name read (accepted), the first present one taken
+    for value in values:
+        if value is not None:
+            return value
     model_type = cfg.get("model_type", "unknown")
     raise ScenarioError(
         "architecture",
@@ -46,6 +48,15 @@ def _get(cfg: Config, key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _family(cfg: Config, family: str, key: str) -> Any:
+    """`key` of a MoE/MLA config, or the family's transformers default when the config lacks it (recorded:
+    the estimate lists it in its assumptions)."""
+    default = FAMILY_DEFAULTS[family][key]
+    if isinstance(cfg, ReadConfig):
+        return cfg.family_default(key, default)
+    return cfg.get(key, default)
+
+
 def _llama_like(cfg: Config, *, tie_default: bool = False, **overrides: Any) -> dict[str, Any]:
     """Keys shared by LlamaConfig and its relatives (Mistral, Qwen2/3, Gemma, Phi-3, DeepSeek, ...)."""
     fields: dict[str, Any] = {
@@ -57,6 +68,8 @@ def _llama_like(cfg: Config, *, tie_default: bool = False, **overrides: Any) -> 
         "intermediate_size": _need(cfg, "intermediate_size"),
         "vocab_size": _need(cfg, "vocab_size"),
         "tie_word_embeddings": bool(_get(cfg, "tie_word_embeddings", tie_default)),
+        # Gemma/Gemma-2/3, Qwen3: q/k/v bias = config.attention_bias (a family's reader overrides it)
+        "attention_bias": bool(cfg.get("attention_bias", False)),
         "max_position_embeddings": int(_get(cfg, "max_position_embeddings", 4096)),
         "sliding_window": _window(cfg),
         "sliding_window_layers": _sliding_layers(cfg, _qwen_window_layers(cfg)),
@@ -107,25 +120,26 @@ def _qwen3(cfg: Config) -> dict[str, Any]:
 
 
 def _qwen2_moe(cfg: Config) -> dict[str, Any]:
+    shared = _family(cfg, "qwen2_moe", "shared_expert_intermediate_size")
     return _llama_like(
         cfg,
         attention_bias=True,
-        num_experts=_need(cfg, "num_experts"),
-        num_experts_per_tok=_need(cfg, "num_experts_per_tok"),
-        moe_intermediate_size=_need(cfg, "moe_intermediate_size"),
-        shared_expert_intermediate_size=cfg.get("shared_expert_intermediate_size"),
-        shared_expert_gate=bool(cfg.get("shared_expert_intermediate_size")),
-        moe_layer_freq=int(_get(cfg, "decoder_sparse_step", 1)),
+        num_experts=_family(cfg, "qwen2_moe", "num_experts"),
+        num_experts_per_tok=_family(cfg, "qwen2_moe", "num_experts_per_tok"),
+        moe_intermediate_size=_family(cfg, "qwen2_moe", "moe_intermediate_size"),
+        shared_expert_intermediate_size=shared,
+        shared_expert_gate=bool(shared),
+        moe_layer_freq=int(_family(cfg, "qwen2_moe", "decoder_sparse_step") or 1),
     )
 
 
 def _qwen3_moe(cfg: Config) -> dict[str, Any]:
     fields = _qwen3(cfg)
     fields.update(
-        num_experts=_need(cfg, "num_experts"),
-        num_experts_per_tok=_need(cfg, "num_experts_per_tok"),
-        moe_intermediate_size=_need(cfg, "moe_intermediate_size"),
-        moe_layer_freq=int(_get(cfg, "decoder_sparse_step", 1)),
+        num_experts=_family(cfg, "qwen3_moe", "num_experts"),
+        num_experts_per_tok=_family(cfg, "qwen3_moe", "num_experts_per_tok"),
+        moe_intermediate_size=_family(cfg, "qwen3_moe", "moe_intermediate_size"),
+        moe_layer_freq=int(_family(cfg, "qwen3_moe", "decoder_sparse_step") or 1),
     )
     return fields
 
@@ -133,29 +147,39 @@ def _qwen3_moe(cfg: Config) -> dict[str, Any]:
 def _mixtral(cfg: Config) -> dict[str, Any]:
     return _llama_like(
         cfg,
-        num_experts=_need(cfg, "num_local_experts"),
-        num_experts_per_tok=_need(cfg, "num_experts_per_tok"),
+        num_experts=_family(cfg, "mixtral", "num_local_experts"),
+        num_experts_per_tok=_family(cfg, "mixtral", "num_experts_per_tok"),
         module_names="mixtral",
     )
 
 
 def _deepseek(cfg: Config) -> dict[str, Any]:
-    routed = cfg.get("n_routed_experts")
+    """DeepSeek-V2/V3 (MLA, shared + routed experts); a key the config lacks takes the transformers default
+    of its version (tools/catalog/config_keys.py FAMILY_DEFAULTS), a key given as null means none."""
+    family = "deepseek_v3" if cfg.get("model_type") == "deepseek_v3" else "deepseek_v2"
+
+    def key(name: str) -> Any:
+        return _family(cfg, family, name)
+
+    routed = key("n_routed_experts")
+    top_k = cfg.get("num_experts_per_tok")
+    if top_k is None and family == "deepseek_v3":
+        top_k = key("num_experts_per_tok")
     return _llama_like(
         cfg,
         num_key_value_heads=cfg.get("num_attention_heads"),  # MLA: every head has its own (decompressed) K/V
         head_dim=None,
         attention_bias=bool(cfg.get("attention_bias", False)),
-        q_lora_rank=cfg.get("q_lora_rank"),
-        kv_lora_rank=_need(cfg, "kv_lora_rank"),
-        qk_nope_head_dim=_need(cfg, "qk_nope_head_dim"),
-        qk_rope_head_dim=_need(cfg, "qk_rope_head_dim"),
-        v_head_dim=_need(cfg, "v_head_dim"),
+        q_lora_rank=key("q_lora_rank"),
+        kv_lora_rank=key("kv_lora_rank"),
+        qk_nope_head_dim=key("qk_nope_head_dim"),
+        qk_rope_head_dim=key("qk_rope_head_dim"),
+        v_head_dim=key("v_head_dim"),
         num_experts=routed,
-        num_experts_per_tok=cfg.get("num_experts_per_tok") if routed else None,
-        moe_intermediate_size=cfg.get("moe_intermediate_size") if routed else None,
-        num_shared_experts=int(_get(cfg, "n_shared_experts", 0)) if routed else 0,
-        first_k_dense_layers=int(_get(cfg, "first_k_dense_replace", 0)) if routed else 0,
+        num_experts_per_tok=top_k if routed else None,
+        moe_intermediate_size=key("moe_intermediate_size") if routed else None,
+        num_shared_experts=int(key("n_shared_experts") or 0) if routed else 0,
+        first_k_dense_layers=int(key("first_k_dense_replace") or 0) if routed else 0,
         moe_layer_freq=int(_get(cfg, "moe_layer_freq", 1)),
         router_score_bias=cfg.get("topk_method") == "noaux_tc",  # DeepSeek-V3 e_score_correction_bias
         module_names="deepseek",
@@ -182,7 +206,8 @@ def _gemma3_text(cfg: Config) -> dict[str, Any]:
     layers = int(_get(cfg, "num_hidden_layers", 26))
     pattern = int(_get(cfg, "sliding_window_pattern", 6))  # 5 local : 1 global
     defaults = {"vocab_size": 262208, "num_hidden_layers": 26, "num_attention_heads": 8}
-    merged = {**defaults, **{k: v for k, v in cfg.items() if v is not None}}
+    missing = {k: v for k, v in defaults.items() if dict.get(cfg, k) is None}
+    merged = cfg.with_values(missing) if isinstance(cfg, ReadConfig) else {**cfg, **missing}
     return _llama_like(
         merged,
         tie_default=True,
@@ -204,7 +229,7 @@ def _gemma3(cfg: Config) -> dict[str, Any]:
             code="config_key_missing",
             values={"model_type": "gemma3", "key": "text_config"},
         )
-    return _gemma3_text({"model_type": "gemma3_text", **text})
+    return _gemma3_text(ReadConfig({"model_type": "gemma3_text", **text}))
 
 
 def _phi3(cfg: Config) -> dict[str, Any]:
@@ -251,10 +276,9 @@ def _internlm2(cfg: Config) -> dict[str, Any]:
 
 
 def _baichuan(cfg: Config) -> dict[str, Any]:
-    return _llama_like(
-        {**cfg, "max_position_embeddings": cfg.get("max_position_embeddings") or cfg.get("model_max_length")},
-        module_names="baichuan",
-    )
+    positions = {"max_position_embeddings": cfg.get("max_position_embeddings") or cfg.get("model_max_length")}
+    merged = cfg.with_values(positions) if isinstance(cfg, ReadConfig) else {**cfg, **positions}
+    return _llama_like(merged, module_names="baichuan")
 
 
 def _gpt2(cfg: Config) -> dict[str, Any]:
@@ -317,6 +341,8 @@ READERS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "yi": _llama,
     "Yi": _llama,
     "qwen2": _qwen2,
+    "qwen2_vl": _qwen2,  # the language model of Qwen2-VL / Qwen2.5-VL is Qwen2's (q/k/v bias)
+    "qwen2_5_vl": _qwen2,
     "qwen3": _qwen3,
     "qwen2_moe": _qwen2_moe,
     "qwen3_moe": _qwen3_moe,
@@ -338,6 +364,69 @@ READERS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "RefinedWeb": _falcon,
     "RefinedWebModel": _falcon,
 }
+
+
+# vision-language wrappers whose language model is under `text_config`: that model's type when it names none
+TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llava": "llama", "llava_next": "llama", "mistral3": "mistral"}
+# a config without a known model_type: the family its MoE/MLA/GPT-2 keys name
+_READERS_BY_KEY = (
+    ("num_local_experts", _mixtral),
+    ("n_routed_experts", _deepseek),
+    ("kv_lora_rank", _deepseek),
+    ("num_experts", _qwen3_moe),
+    ("n_embd", _gpt2),
+)
+
+
+def _reader_for(cfg: Config) -> Callable[[Config], dict[str, Any]]:
+    model_type = str(cfg.get("model_type") or "")
+    reader = READERS.get(model_type) or READERS.get(model_type.lower())
+    if reader is not None:
+        return reader
+    return next((r for key, r in _READERS_BY_KEY if key in cfg), _llama)
+
+
+def architecture_fields(config: Mapping[str, Any], *, strict: bool) -> dict[str, Any]:
+    """The `Architecture` fields of an HF config.json: its language model (a vision model's `text_config`)
+    read by its family's reader, this project's own fields given beside them kept, and the family defaults
+    taken for absent MoE/MLA keys in `config_defaults`. `strict`: a key no reader reads and no list accepts
+    (tools/catalog/config_keys.py) is refused by name, with the accepted keys near it."""
+    outer = ReadConfig(dict(config))
+    cfg, text = outer, dict.get(outer, "text_config")
+    if isinstance(text, Mapping) and dict.get(outer, "hidden_size") is None:
+        outer.get("text_config")
+        inner_type = text.get("model_type") or TEXT_MODEL_TYPES.get(str(outer.get("model_type")), "llama")
+        cfg = ReadConfig({**text, "model_type": inner_type})
+    own = {k: dict.get(cfg, k) for k in cfg if k in ARCHITECTURE_ONLY_FIELDS}
+    try:
+        fields = _reader_for(cfg)(cfg)
+    except ScenarioError as err:
+        if strict and err.code == "config_key_missing":  # a misspelling of the missing key: named first
+            refuse_unread(cfg, ARCHITECTURE_ONLY_FIELDS, missing=str(err.values["key"]))
+        raise
+    except (TypeError, ValueError, ArithmeticError) as err:  # a list where a count belongs; 0 heads
+        raise ScenarioError(
+            "architecture",
+            f"config.json has a value of the wrong type ({err})",
+            accepted=ACCEPTED,
+            code="config_value_invalid",
+            values={"key": "?", "detail": str(err)},
+        ) from None
+    if strict:
+        _refuse_unknown(outer, cfg)
+    fields.update(own)
+    defaults = dict(own.get("config_defaults") or {}) | cfg.defaults
+    if dict.get(outer, "vision_config") is not None:
+        defaults["vision_config"] = "not counted"  # the language model alone: said in the assumptions
+    if defaults:
+        fields["config_defaults"] = defaults
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _refuse_unknown(outer: ReadConfig, cfg: ReadConfig) -> None:
+    if cfg is not outer:
+        refuse_unread(outer, ("text_config",))
+    refuse_unread(cfg, ARCHITECTURE_ONLY_FIELDS)
 
 
 def _load_config(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:
@@ -377,13 +466,12 @@ def _load_config(config: Mapping[str, Any] | str | Path) -> dict[str, Any]:
 
 
 def architecture_from_hf_config(config: Mapping[str, Any] | str | Path) -> Architecture:
-    """Parse an HF config.json (dict, JSON text, file or folder path) into an `Architecture`."""
-    cfg = _load_config(config)
-    model_type = str(cfg.get("model_type") or "")
-    reader = READERS.get(model_type) or READERS.get(model_type.lower()) or _llama
-    fields = reader(cfg)
+    """Parse an HF config.json (dict, JSON text, file or folder path) into an `Architecture`: the Hub look-up's
+    reading, where a key this project does not know is passed over (a new transformers key must not stop a
+    look-up); a user's explicit `architecture` is read strictly (`architecture_fields(strict=True)`)."""
+    fields = architecture_fields(_load_config(config), strict=False)
     try:
-        return Architecture.model_validate({k: v for k, v in fields.items() if v is not None})
+        return Architecture.model_validate(fields)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

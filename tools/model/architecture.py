@@ -33,6 +33,33 @@ MAX_EXPERTS = 1 << 14
 MAX_POSITIONS = 1 << 27
 MAX_EXTRA_PARAMS = 10**14
 
+# fields of this project's own (no config.json has them): kept beside a config.json's keys when given with them
+ARCHITECTURE_ONLY_FIELDS = frozenset(
+    {
+        "block_style",
+        "gated_mlp",
+        "o_bias",
+        "qk_norm",
+        "norm_has_bias",
+        "norms_per_layer",
+        "parametric_norms",
+        "norm_fp32_scale",
+        "attn_logit_softcapping",  # Gemma-2's config.json has these two under the same names
+        "final_logit_softcapping",
+        "parallel_attn_mlp",
+        "learned_position_embeddings",
+        "sliding_window_layers",
+        "num_shared_experts",
+        "shared_expert_gate",
+        "router_score_bias",
+        "first_k_dense_layers",
+        "extra_params",
+        "image_tokens",
+        "module_names",
+        "config_defaults",
+    }
+)
+
 
 class Architecture(BaseModel):
     """HF-style architecture. Field names follow transformers' config.json keys.
@@ -99,6 +126,22 @@ class Architecture(BaseModel):
     # vision-language models: decoder tokens one image adds at the default resolution (no parameters)
     image_tokens: int = Field(default=0, ge=0, le=MAX_POSITIONS)
     module_names: ModuleNames = "llama"  # naming/fusing of the linear modules (see ModuleNames)
+    # config.json keys a user's config left out whose transformers default was taken (MoE/MLA keys:
+    # tools/catalog/config_keys.py FAMILY_DEFAULTS), and `vision_config` when a vision tower was not counted;
+    # each is listed in the estimate's assumptions
+    config_defaults: dict[str, int | str | None] = Field(default_factory=dict, max_length=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_config_json(cls, data: object) -> object:
+        """A real config.json (any key that is not one of these fields: `model_type`, Mixtral's
+        `num_local_experts`, DeepSeek's `n_routed_experts`, a vision model's `text_config` ...) is read through
+        the Hub look-up's mapping (tools/catalog/hf_config.py), strictly: an unknown key is refused by name."""
+        if isinstance(data, dict) and not data.keys() <= cls.model_fields.keys():
+            from tools.catalog.hf_config import architecture_fields
+
+            return architecture_fields(data, strict=True)
+        return data
 
     @field_validator("*", mode="before")
     @classmethod

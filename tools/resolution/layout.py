@@ -97,7 +97,7 @@ def parallel_layout(sc: Scenario, ref: ModelRef, training: bool, f: Filled) -> P
     return Parallel(tp, pp, cp, ep, num_gpus, zero, offload_opt, offload_params)
 
 
-def pipeline_layout(sc: Scenario, par: Parallel, f: Filled) -> Layout:
+def pipeline_layout(sc: Scenario, par: Parallel, f: Filled, runtime: str = "cuda") -> Layout:
     """The Layout, with the PP micro-batches in flight (at least p so the 1F1B pipeline fills)."""
     microbatches = 1
     if par.pp > 1:
@@ -117,4 +117,5 @@ def pipeline_layout(sc: Scenario, par: Parallel, f: Filled) -> Layout:
         offload_optimizer=par.offload_optimizer,
         offload_params=par.offload_params,
         microbatches=microbatches,
+        runtime=runtime,
     )

@@ -71,6 +71,17 @@ def _size_label(params: int) -> str:
     return f"{billions if 'e' not in billions else f'{params / 1e9:f}'.rstrip('0').rstrip('.')}B"
 
 
+def _config_defaults(arch: Architecture) -> list[Said]:
+    """What an explicit config.json left out and the mapping filled (tools/catalog/hf_config.py)."""
+    out = []
+    for key, default in arch.config_defaults.items():
+        if key == "vision_config":
+            out.append(said("architecture", default, "architecture.vision_not_counted"))
+        else:
+            out.append(said("architecture", default, "architecture.config_default", key=key, default=default))
+    return out
+
+
 def resolve_model_ref(
     model: str | None, params: int | None, architecture: Architecture | None
 ) -> tuple[ModelRef, list[Said], list[Note]]:
@@ -82,6 +93,7 @@ def resolve_model_ref(
         ref = ModelRef(
             model or "custom", model or "custom architecture", architecture, _breakdown(architecture)
         )
+        assumptions.extend(_config_defaults(architecture))
     elif model:
         ref, assumed = _catalog_model(model.strip())
         if assumed:

@@ -559,10 +559,29 @@ def inference_transient(
     return total, *texts()
 
 
+def eager_softmax_bytes(act_bytes: int, *, fp16: bool, fp32_softmax: bool = True) -> int:
+    """Bytes live per attention score at eager attention's softmax (modeling_llama.eager_attention_forward:
+    `softmax(scores + mask, dim=-1, dtype=torch.float32).to(query.dtype)`): the 16-bit input, the fp32
+    output, and the larger of the fp32 copy of the input and the cast probabilities. PyTorch
+    aten/src/ATen/native/SoftMax.cpp `softmax(input, dim, dtype)` runs the fused half_to_float kernel only for
+    fp16 on CUDA; a bf16 input is first copied to fp32 (`input_.toType(dtype)`), that copy alive beside the
+    fp32 output (traced: llama-3-8b b8 s4096, gemma-2-2b b4 s4096). An fp32 input is neither copied nor cast.
+    `fp32_softmax` False: GPT-2/Falcon-style blocks take the softmax in the scores' own dtype (modeling_gpt2
+    eager_attention_forward `softmax(attn_weights, dim=-1)`): the scores and one more copy (traced gpt2-medium
+    b8 s1024: the bmm output and its scaled copy)."""
+    if not fp32_softmax:
+        return 2 * act_bytes
+    upcast = 0 if act_bytes == 4 or fp16 else cal.EAGER_SOFTMAX_FP32_BYTES
+    cast = 0 if act_bytes == 4 else act_bytes
+    return act_bytes + cal.EAGER_SOFTMAX_FP32_BYTES + max(upcast, cast)
+
+
 def inference_transient_entry(
-    arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int
+    arch: Architecture, *, b: int, s: int, act_bytes: int, flash: bool, tp: int, fp16: bool = False
 ) -> tuple[int, Callable[[], tuple[str, str]]]:
-    """`inference_transient` as (bytes, a callable making (formula, substituted) when shown)."""
+    """`inference_transient` as (bytes, a callable making (formula, substituted) when shown). Eager
+    attention: the larger of the MLP's moment and the softmax's moment (scores, masks, the residual stream
+    and repeat_kv's a-head K and V copies); `fp16`: fp16 compute (CUDA's fused fp16 softmax)."""
     B, h, a = act_bytes, arch.hidden_size, arch.num_attention_heads
     if arch.is_moe:
         moe_i = int(arch.moe_intermediate_size or arch.intermediate_size)
@@ -583,36 +602,58 @@ def inference_transient_entry(
         qk = int(arch.qk_nope_head_dim or 0) + int(arch.qk_rope_head_dim or 0)
         mla = B * a * (2 * qk + int(arch.v_head_dim or arch.d_head)) / tp
         per_tok += mla
-    scores = 0.0
-    if not flash:
-        # softmax input + fp32 output + cast probabilities per score; the (b, 1, s, s) 16-bit masks
-        # (one per attention kind: causal, sliding) and repeat_kv's a-head K and V copies
-        n_masks = 2 if arch.sliding_window else 1
-        scores = (cal.EAGER_SOFTMAX_FP32_BYTES + 2 * B) * a * s * s * b / tp + n_masks * B * s * s * b
-        per_tok += 2 * B * a * arch.d_head / tp
-    total = int(tok * per_tok + scores)
+    total = int(tok * per_tok)
+    if flash:
+        return total, _transient_texts(s, b, B, h, i_copies, width_i, tp, mla, arch, total)
+    # the softmax's moment: per score the live bytes of eager_softmax_bytes; the (b, 1, s, s) 16-bit masks (one
+    # per attention kind: causal, sliding); per token the residual stream's copies and q/k/v at a heads
+    per_score = eager_softmax_bytes(B, fp16=fp16, fp32_softmax=arch.block_style == "llama")
+    n_masks = 2 if arch.sliding_window else 1
+    scores = per_score * a * s * s * b // tp + n_masks * B * s * s * b
+    around = cal.EAGER_MOMENT_H_COPIES * B * h + cal.EAGER_MOMENT_HEAD_COPIES * B * a * arch.d_head // tp
+    softmax_moment = tok * (around + int(mla)) + scores
+    mlp_moment = total
+    total = max(mlp_moment, softmax_moment)
+
+    def texts() -> tuple[str, str]:
+        mlp_f, mlp_s = _transient_texts(s, b, B, h, i_copies, width_i, tp, mla, arch, mlp_moment)()
+        formula = (
+            f"max({mlp_f}, s x b x ({cal.EAGER_MOMENT_H_COPIES} x B x h + {cal.EAGER_MOMENT_HEAD_COPIES} x B x a x d"
+            " / t) + (c_softmax x a / t + n_masks x B) x s^2 x b) (eager)"
+        )
+        subst = (
+            f"max({mlp_s}, {s:,} x {b} x {around:,} B + ({per_score} x {a} / {tp} + {n_masks} x {B}) x "
+            f"{s:,}^2 x {b} B = {softmax_moment:,} B) = {total:,} B"
+        )
+        return formula, subst
+
+    return total, texts
+
+
+def _transient_texts(
+    s: int,
+    b: int,
+    B: int,
+    h: int,
+    i_copies: int,
+    width_i: int,
+    tp: int,
+    mla: float,
+    arch: Architecture,
+    total: int,
+) -> Callable[[], tuple[str, str]]:
+    """(formula, substituted) of the MLP's moment of a no-grad forward (the whole transient with flash)."""
 
     def texts() -> tuple[str, str]:
         extra_text = f" + {mla:,.0f}" if arch.kv_lora_rank else ""
-        if not flash:
-            extra_text += f" + {2 * B * a * arch.d_head // tp:,}"
         inner = f"(2 x B + 4) x h + {i_copies} x B x i / t" + (" + B_mla" if arch.kv_lora_rank else "")
-        formula = (
-            f"s x b x ({inner})"
-            if flash
-            else (
-                f"s x b x ({inner} + 2 x B x a x d / t) + ((4 + 2 x B) x a / t + n_masks x B) x s^2 x b (eager)"
-            )
-        )
         subst = (
             f"{s:,} x {b} x ({(cal.INFERENCE_TRANSIENT_H_COPIES * B + 4) * h:,} + {i_copies} x {B} x {width_i:,} / {tp}"
-            f"{extra_text}) B"
+            f"{extra_text}) B = {total:,} B"
         )
-        if scores:
-            subst += f" + {int(scores):,} B"
-        return formula, subst + f" = {total:,} B"
+        return f"s x b x ({inner})", subst
 
-    return total, texts
+    return texts
 
 
 def final_norm_bytes(

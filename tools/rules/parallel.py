@@ -52,6 +52,8 @@ class Layout(NamedTuple):
     offload_optimizer: bool = False
     offload_params: bool = False
     microbatches: int = 1  # micro-batches per step under PP (1F1B)
+    # the GPU's runtime, whose context the overhead counts (tools/rules/overhead.py): cuda, rocm, metal
+    runtime: str = "cuda"
 
     @property
     def dp(self) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from service.agent.offline import patterns as rx
+from service.agent.offline.named_cards import named_card
 from service.agent.offline.numbers import EN_COUNT_WORD, ZH_NUMERAL, count_word, param_count, size_label
 
 L = r"(?<![a-z0-9.])"  # left boundary: not after an ASCII letter/digit
@@ -329,6 +330,10 @@ def find_gpu(low: str) -> GpuMention:
             count = count_word(cb.group(1))
         elif ca:
             count = count_word(ca.group(1) or ca.group(2))
+    elif (named := named_card(low)) is not None:  # a card the catalog lacks: that card, never a stand-in
+        gpu = named[0]
+        cb = _ZH_COUNT_BEFORE.search(low[: named[1]]) or _EN_COUNT_BEFORE.search(low[: named[1]])
+        count = count_word(cb.group(1)) if cb else None
     if count is None:
         if _SINGLE.search(low):
             count = 1
@@ -376,8 +381,12 @@ _APPLE = rx.compile(
 def find_card_memory(low: str) -> Mention | None:
     """'24GB' / '16G显存' / '8GB VRAM' with no GPU named -> a catalog card of that memory, with a reason."""
     apple = _APPLE.search(low)
-    known = APPLE_MEMORY if apple else CARD_FOR_MEMORY
-    sizes = [m for m in _CARD_MEMORY.finditer(low) if int(m.group(1)) in known]
+    # a Mac of any memory is that Mac (tools/catalog/named_gpus.py: the part Metal lets the GPU use)
+    sizes = [
+        m
+        for m in _CARD_MEMORY.finditer(low)
+        if (4 <= int(m.group(1)) <= 512 if apple else int(m.group(1)) in CARD_FOR_MEMORY)
+    ]
     # "a 7B model is 14GB in bf16: will it fit my 12GB card?": the size next to a VRAM word wins
     near = [m for m in sizes if _VRAM_WORD.match(low, m.end()) or _VRAM_WORD_BEFORE.search(low[: m.start()])]
     for m in near or sizes:
@@ -386,4 +395,8 @@ def find_card_memory(low: str) -> Mention | None:
         # Apple silicon: macOS lets the GPU use only part of unified memory (Metal recommendedMaxWorkingSetSize)
         code = "card_apple_memory" if apple else "card_from_memory"
         return Mention(card, m.start(), m.end(), FilledReason(code=code, values={"gb": gb, "card": card}))
+    if (
+        apple
+    ):  # a Mac named without its memory: asked for (the estimator names what is accepted), never a default
+        return Mention("mac", apple.start(), apple.end())
     return None
