@@ -127,7 +127,9 @@ def test_every_corpus_suggestion_reads_from_its_codes() -> None:
             assert change_words(bare, "en") == sg.change and rationale_words(bare, "en") == sg.rationale
             assert "${" not in change_words(bare, "zh") + (rationale_words(bare, "zh") or "")
             count += 1
-    assert count == 2038  # issue 24: serving engines judged by total <= usable; cheap fixes drop more-GPU ones
+    assert (
+        count == 2038
+    )  # issue 24: serving engines judged by total <= usable; cheap fixes drop more-GPU ones
 
 
 def test_every_lever_gives_a_listed_code_with_its_values() -> None:
