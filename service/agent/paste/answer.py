@@ -34,6 +34,7 @@ from tools.result import Estimate
 from tools.scenario import Scenario
 
 SUBJECT_FIELDS = ("model", "params", "architecture")
+PASTE_KEEPS = frozenset({"model", "params", "architecture", "task"})  # the job a paste names is the paste's
 MAX_SUMMARY_LINES = 6
 
 
@@ -49,6 +50,12 @@ def combine(readings: list[Reading]) -> tuple[Reading, dict[str, Any], dict[str,
         for key, value in reading.fields.items():
             fields.setdefault(key, value)
         observed.update(reading.observed)
+        capacity = reading.observed.get("capacity_bytes")
+        if "gpu" not in fields and isinstance(capacity, int) and capacity >= 1 << 30:
+            # the card the error happened on, at the size it reports (a stated size the estimator takes)
+            fields["gpu"] = f"{capacity >> 30}gb"
+            reading.used["total capacity"] = "gpu"
+            reading.assume("gpu_from_capacity", size=fields["gpu"])
     return primary, fields, observed
 
 
@@ -61,9 +68,17 @@ def _sentence_fields(sentence: str, language: Language) -> tuple[dict[str, Any],
     return (parsed.scenario if parsed.intent == "estimate" else {}), parsed.asks
 
 
-def _apply_sentence(readings: list[Reading], fields: dict[str, Any], stated: dict[str, Any]) -> None:
-    """The sentence's fields win over the paste's; a pasted key it overrules is listed as not used."""
+def _apply_sentence(
+    readings: list[Reading], fields: dict[str, Any], stated: dict[str, Any]
+) -> dict[str, Any]:
+    """The sentence's fields win over the paste's (the card, the batch, the length...), but not the job the
+    paste names (its model and task: "my run died" is not an inference question); a pasted key it overrules
+    is listed as not used."""
+    applied: dict[str, Any] = {}
     for field, value in stated.items():
+        if field in PASTE_KEEPS and field in fields:
+            continue
+        applied[field] = value
         if field in fields and fields[field] != value:
             for reading in readings:
                 for key, named in list(reading.used.items()):
@@ -71,8 +86,7 @@ def _apply_sentence(readings: list[Reading], fields: dict[str, Any], stated: dic
                         del reading.used[key]
                         reading.ignore(key, OVERRIDDEN)
         fields[field] = value
-    if stated.get("task") not in (None, fields.get("task")):
-        fields["task"] = stated["task"]
+    return applied
 
 
 def _source(readings: list[Reading], primary: Reading) -> Source:
@@ -105,7 +119,7 @@ def paste_events(
         return
     primary, fields, observed = combine(readings)
     stated, asks = _sentence_fields(message.sentence, language)
-    _apply_sentence(readings, fields, stated)
+    stated = _apply_sentence(readings, fields, stated)
     diagnosing = any(r.format in LOG_FORMATS for r in readings)
     asked = Asked(kind="diagnose", observed=observed) if diagnosing else Asked(kind="fit")
     source = _source(readings, primary)
@@ -114,7 +128,7 @@ def paste_events(
     yield AskedEvent(asked=asked, source=source)
     lines: list[str] = []
     for reading in readings:
-        lines += reading_lines(reading, fields, language)
+        lines += [*([""] if lines else []), *reading_lines(reading, fields, language)]
     if stated:
         lines.append(
             text(language, "text", "sentence", fields=", ".join(f"{k} = {v}" for k, v in stated.items()))

@@ -61,6 +61,8 @@ def _oom(seen: dict[str, Any], estimate: Estimate | None) -> list[Line]:
         other = seen["capacity_bytes"] - seen["free_bytes"] - seen["in_use_bytes"]
     if other is not None and other > OTHER_PROCESS_BYTES:
         lines.append(("lever", "other_process", {"other": _gib(other)}))
+    if estimate is not None:
+        lines.append(("lever", "planner", {}))
     return lines
 
 
@@ -85,7 +87,6 @@ def _reconcile(allocated: int, requested: int, estimate: Estimate) -> list[Line]
         lines.append(("diagnosis", "more_than_ours", {**values, "diff": _gib(held - peak)}))
     else:
         lines.append(("diagnosis", "below_ours", values))
-    lines.append(("lever", "planner", {}))
     return lines
 
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 from service.agent.paste.reading import PasteError
 
-_FENCE = re.compile(r"```[ \t]*([\w.+\-]*)[ \t]*\n?(.*?)```", re.DOTALL)
+# a language word counts only on the fence's own line (Slack writes ```vllm serve ...``` on one line)
+_FENCE = re.compile(r"```(?:[ \t]*([\w.+\-]*)[ \t]*\n)?(.*?)```", re.DOTALL)
 _INLINE = re.compile(r"`([^`\n]{8,})`")
 _MARKERS = re.compile(
-    r"```|\n|CUDA out of memory|OutOfMemoryError|^\s*(?:[A-Z_]+=\S+\s+)*(?:vllm|python3?|llama-|\./llama-|"
+    r"`|\n|CUDA out of memory|OutOfMemoryError|^\s*(?:[A-Z_]+=\S+\s+)*(?:vllm|python3?|llama-|\./llama-|"
     r"deepspeed|torchrun|accelerate|trl|llamafactory-cli|FROM)\b",
     re.IGNORECASE,
 )
@@ -49,7 +50,7 @@ def _unfenced(text: str) -> SplitMessage | None:
         for span in _INLINE.finditer(single):
             if _reads(span.group(1)):
                 return SplitMessage(
-                    sentence=(single[: span.start()] + " " + single[span.end() :]).strip(),
+                    sentence=" ".join((single[: span.start()] + " " + single[span.end() :]).split()),
                     pastes=[span.group(1)],
                 )
         return SplitMessage(sentence="", pastes=[single]) if _reads(single) else None
