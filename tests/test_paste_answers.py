@@ -232,3 +232,24 @@ def test_openai_api_reads_a_paste(base_url: str) -> None:
         gpu="a100-80gb",
     )
     assert total_of(scenario) in text
+
+
+# --- the LLM agent: a paste is read by the parsers, not guessed by the model ------------------------------
+def test_the_llm_agent_hands_a_paste_to_the_parsers() -> None:
+    from service.agent.factory import build_agent
+    from service.settings import Settings
+    from tests.fakes.chat_model import say, scripted
+
+    model = scripted(say("a guess that must not be used"))
+    agent = build_agent(Settings(openai_api_key=None, openai_base_url=None, agent="auto"), chat_model=model)
+    from service.agent.events import DoneEvent
+
+    async def last() -> Answer:  # the LLM agent streams: its done event holds the answer
+        events = [e async for e in agent.stream(f"```\n{OOM}```", ConversationState())]
+        assert isinstance(events[-1], DoneEvent)
+        return events[-1].answer
+
+    answer = asyncio.run(last())
+    assert model.calls == []  # the chat model was never asked
+    assert answer.asked is not None and answer.asked.kind == "diagnose" and answer.source is not None
+    assert answer.asked.observed["free_bytes"] == 1_320_702_444
