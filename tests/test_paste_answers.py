@@ -59,12 +59,27 @@ def test_unfenced_pastes_are_found_and_questions_are_not() -> None:
     inline = split_message("will `vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768` fit on an L40S?")
     assert inline is not None and inline.sentence == "will fit on an L40S?"
     for question in (
+        "From 7B to 13B, how much more memory?",  # not an Ollama FROM line
+        "accelerate launch with 4 GPUs: how much memory for llama-2-7b?",  # a launcher word, no flag read
+        "trl grpo with qwen2.5-7b on 8 H100s?",
+        "I get CUDA out of memory with llama 7b on a 4090, why?",  # an error named, none pasted
+        "llama-2-7b: lora\nbatch: 4\ngpu: 4090",  # key: value lines no format knows
         "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?",
         "LoRA Llama-2-7B 两张4090 batch 4 4k上下文 ZeRO-3",
         "Llama-2-7B\non a 4090: model: fits?",
         "what is the KV cache of qwen2.5-7b at 32k?",
     ):
         assert split_message(question) is None, question
+
+
+def test_words_after_a_one_line_command_are_the_question() -> None:
+    found = split_message("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384 on a 4090?")
+    assert found is not None and found.sentence == "on a 4090?"
+    answer = ask("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 16384 on a 4090?")
+    assert answer.scenario is not None and (answer.scenario.gpu, answer.scenario.seq_len) == ("4090", 16384)
+    assert (
+        answer.source is not None and {i.key: i.why for i in answer.source.ignored}["4090?"] == "not_a_flag"
+    )
 
 
 # --- the offline agent --------------------------------------------------------------------------------------

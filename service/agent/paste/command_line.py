@@ -176,43 +176,57 @@ def read_command(text: str) -> Reading:
     return reading
 
 
+def _leftover(reading: Reading, words: list[str]) -> None:
+    """Words that are neither a flag nor its value: listed, and kept apart (a sentence typed after a command,
+    "vllm serve X on a 4090?", is read as the question's words)."""
+    for word in words:
+        reading.ignore(word, "not_a_flag")
+    reading.facts.setdefault("leftover", []).extend(words)
+
+
 def _read_tool(reading: Reading, kind: str, head: str, words: list[str]) -> None:
     from service.agent.paste import rl_flags, serving_flags
     from service.agent.paste.hf_args import HF_TRAINER, finish_hf
 
     booleans = serving_flags.BOOLEAN_FLAGS
+    tables = {
+        "sglang-cli": (serving_flags.SGLANG, "sglang"),
+        "llama.cpp-cli": (serving_flags.LLAMA_CPP, "llama.cpp"),
+    }
     if kind == "vllm-cli":
         items, rest = flag_items(words[2:] if words[0].endswith("vllm") else words[1:], booleans)
-        positional = [w for w in rest if not w.startswith("-")]
-        if positional:
-            reading.use("model", "model", model_name(positional[0]))
+        if rest:
+            reading.use("model", "model", model_name(rest[0]))
+        _leftover(reading, rest[1:])
         apply(reading, items, serving_flags.VLLM)
         serving_flags.finish_serving(reading, "vllm")
-    elif kind == "sglang-cli":
-        items, _ = flag_items(words[1:], booleans)
-        apply(reading, items, serving_flags.SGLANG)
-        serving_flags.finish_serving(reading, "sglang")
-    elif kind == "llama.cpp-cli":
-        items, _ = flag_items(words[1:], booleans)
-        apply(reading, items, serving_flags.LLAMA_CPP)
-        serving_flags.finish_serving(reading, "llama.cpp")
+    elif kind in tables:
+        table, engine = tables[kind]
+        items, rest = flag_items(words[1:], booleans)
+        _leftover(reading, rest)
+        apply(reading, items, table)
+        serving_flags.finish_serving(reading, engine)
     elif kind == "llamafactory-cli":
         _read_llamafactory(reading, words[1:])
     elif kind in ("trl-cli", "script") and _is_trl(head, words):
         reading.format = "trl-cli" if reading.format != "deepspeed-cli" else reading.format
         command = head if kind == "trl-cli" else _trl_command(head)
-        items, _ = flag_items(words[2:] if kind == "trl-cli" else words[1:])
+        items, rest = flag_items(words[2:] if kind == "trl-cli" else words[1:])
+        _leftover(reading, rest)
         apply(reading, items, rl_flags.TRL)
         rl_flags.finish_trl(reading, command)
     elif kind == "openrlhf-cli":
-        items, _ = flag_items(words[1:])
+        items, rest = flag_items(words[1:])
+        _leftover(reading, rest)
         apply(reading, items, rl_flags.OPENRLHF)
         rl_flags.finish_openrlhf(reading, head)
     elif kind == "verl-cli":
         apply(reading, _overrides(words), rl_flags.VERL)
+        _leftover(reading, [w for w in words[1:] if "=" not in w])
         rl_flags.finish_verl(reading)
     else:
-        items, _ = flag_items(words[1:])
+        items, rest = flag_items(words[1:])
+        _leftover(reading, rest)
         apply(reading, items, HF_TRAINER)
         finish_hf(reading)
 

@@ -14,6 +14,9 @@ from service.agent.paste.serving_flags import POOL_SHARED, gguf_name
 from service.agent.paste.values import as_bool, as_int
 
 _LINE = re.compile(r"^\s*(FROM|PARAMETER|TEMPLATE|SYSTEM|ADAPTER|LICENSE|MESSAGE)\s+(.*)$", re.IGNORECASE)
+# detection: the instructions as Modelfiles write them (upper case), FROM one model reference
+_DETECT_LINE = re.compile(r"^\s*(FROM|PARAMETER|TEMPLATE|SYSTEM|ADAPTER|LICENSE|MESSAGE)\s+\S")
+_DETECT_FROM = re.compile(r"^\s*FROM\s+\S+\s*$")
 _ENV = re.compile(r"^\s*(?:export\s+)?(OLLAMA_[A-Z_]+)\s*=\s*['\"]?([^'\"\s]*)['\"]?")
 # Ollama's library tags: a size and, after it, a quant (`qwen2.5:7b-instruct-q8_0`); no quant = Q4_K_M
 _TAG_QUANT = re.compile(r"[-_](q\d(?:_[a-z0-9]+)*|fp16|f16|bf16)$", re.IGNORECASE)
@@ -23,9 +26,9 @@ def is_modelfile(text: str) -> bool:
     lines = [line for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
     return (
         bool(lines)
-        and any(re.match(r"^\s*FROM\s+\S", line) for line in lines)
+        and any(_DETECT_FROM.match(line) for line in lines)
         and all(
-            _LINE.match(line) or _ENV.match(line) or line.startswith((" ", "\t", '"""', "{{"))
+            _DETECT_LINE.match(line) or _ENV.match(line) or line.startswith((" ", "\t", '"""', "{{"))
             for line in lines
         )
     )

@@ -38,9 +38,22 @@ def _reads(text: str) -> bool:
     from service.agent.paste.detect import detect_and_read
 
     try:
-        return detect_and_read(text) is not None
+        reading = detect_and_read(text)
     except PasteError:
         return False
+    # without a fence, only what read as something counts ("accelerate launch with 4 GPUs?" is a question)
+    return reading is not None and bool(reading.used or reading.observed)
+
+
+def _single_line(line: str) -> SplitMessage | None:
+    """A one-line command or error; words typed after a command ("... on a 4090?") are the sentence."""
+    from service.agent.paste.detect import detect_and_read
+
+    if not _reads(line):
+        return None
+    reading = detect_and_read(line)
+    leftover = reading.facts.get("leftover", []) if reading is not None else []
+    return SplitMessage(sentence=" ".join(leftover), pastes=[line])
 
 
 def _unfenced(text: str) -> SplitMessage | None:
@@ -53,7 +66,7 @@ def _unfenced(text: str) -> SplitMessage | None:
                     sentence=" ".join((single[: span.start()] + " " + single[span.end() :]).split()),
                     pastes=[span.group(1)],
                 )
-        return SplitMessage(sentence="", pastes=[single]) if _reads(single) else None
+        return _single_line(single)
     for head in range(0, min(3, len(lines))):
         for tail in range(0, min(3, len(lines) - head)):
             body = lines[head : len(lines) - tail]
