@@ -1,8 +1,8 @@
 """Every pasted format read with its real parser: 59 fixtures under tests/fixtures/paste/<format>/, written from
 each project's own documentation and example configs (the file each fixture's keys come from is cited in its
 first line, or for JSON and logs in expected.json's `source`). Each fixture asserts every field it states:
-the format detected, the Scenario fields, which key became which field, every key not used and why, and the
-figures a log states (to the byte)."""
+the format detected, the Scenario fields, which key became which field, every key not used and why, what was
+assumed, and the figures a log states (to the byte)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def _check(name: str, reading: Any) -> None:
     assert reading.used == expected["used"]
     assert {item.key: item.why for item in reading.ignored} == expected["ignored"]
     assert reading.observed == expected["observed"]
+    assert [code for code, _ in reading.assumed] == expected["assumed"]
 
 
 def test_at_least_forty_fixtures_cover_every_format() -> None:

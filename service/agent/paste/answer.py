@@ -142,8 +142,8 @@ def paste_events(
         "conversation_id": state.conversation_id,
     }
     if not any(field in fields for field in SUBJECT_FIELDS):
-        lines += _diagnosis_lines(readings, None, language)
-        lines += ["", text(language, "text", "no_subject")]
+        diagnosis = _diagnosis_lines(readings, None, language)
+        lines += [*([""] if diagnosis else []), *diagnosis, "", text(language, "text", "no_subject")]
         body = "\n".join(lines) + "\n"
         yield TokenEvent(text=body)
         summary = "\n".join(_diagnosis_lines(readings, None, language)[1 : MAX_SUMMARY_LINES + 1]) or lines[0]

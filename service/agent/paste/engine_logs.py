@@ -99,6 +99,7 @@ def read_vllm_log(text: str) -> Reading:
         reading.use("utilization", "gpu_memory_utilization", float(free.group(3)))
     reading.fields["task"] = "inference"
     reading.fields["engine"] = "vllm"
+    reading.assume("log_serving", engine="vLLM")
     reading.facts["kind"] = "vllm-error" if error or free else "vllm-log"
     return reading
 
@@ -165,6 +166,7 @@ def read_llama_cpp_log(text: str) -> Reading:
             reading.use("file type", "weight_dtype", dtype)
     reading.fields["task"] = "inference"
     reading.fields["engine"] = "llama.cpp"
+    reading.assume("log_serving", engine="llama.cpp")
     reading.facts["kind"] = "llama.cpp-log"
     return reading
 
