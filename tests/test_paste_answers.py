@@ -268,3 +268,27 @@ def test_the_llm_agent_hands_a_paste_to_the_parsers() -> None:
     assert model.calls == []  # the chat model was never asked
     assert answer.asked is not None and answer.asked.kind == "diagnose" and answer.source is not None
     assert answer.asked.observed["free_bytes"] == 1_320_702_444
+
+
+# --- the web chat's event stream ----------------------------------------------------------------------------
+def test_chat_stream_sends_the_asked_event_with_the_source(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from tests.service_support import parse_sse
+
+    # a training log that ends in the error: longer than the old 4,000-character limit, within 32,000
+    progress = "\n".join(
+        f"{{'loss': 1.{i:03d}, 'grad_norm': 0.51, 'learning_rate': 2e-05}}" for i in range(90)
+    )
+    message = f"```\n{progress}\n{OOM}```"
+    assert 4000 < len(message) < 32000
+    app = create_app(offline_settings(tmp_path / "db.sqlite3"))
+    with TestClient(app) as client, client.stream("POST", "/v1/chat", json={"message": message}) as resp:
+        assert resp.status_code == 200
+        events = parse_sse(resp.iter_lines())
+    asked = [e.data for e in events if e.event == "asked"]
+    assert len(asked) == 1 and asked[0]["asked"]["kind"] == "diagnose"
+    assert asked[0]["asked"]["observed"]["in_use_bytes"] == 51_926_154_609
+    assert asked[0]["source"]["format"] == "cuda-oom"
+    done = next(e.data for e in events if e.event == "done")
+    assert done["source"]["format"] == "cuda-oom" and done["asked"]["kind"] == "diagnose"  # the Answer

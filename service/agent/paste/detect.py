@@ -1,7 +1,8 @@
 """Which format a paste is, from its text (or named with --format), and reading it with that format's reader.
 
-Order: JSON (DeepSpeed, training_args.json, config.json), logs and errors (CUDA OOM, memory_summary,
-nvidia-smi, vLLM, llama.cpp), an Ollama Modelfile or OLLAMA_* variables, a Python call, a command line,
+Order: logs and errors (CUDA OOM, memory_summary, nvidia-smi, vLLM, llama.cpp: their markers are
+unmistakable, and a training log's lines may start with "{"), JSON (DeepSpeed, training_args.json,
+config.json), an Ollama Modelfile or OLLAMA_* variables, a Python call, a command line,
 then YAML (torchtune, accelerate, axolotl, LLaMA-Factory, verl). Malformed YAML/JSON raises PasteError with
 the line and column.
 """
@@ -117,12 +118,12 @@ def detect_and_read(text: str) -> Reading | None:
     stripped = text.strip()
     if not stripped:
         return None
+    log = _log_reader(stripped)  # first: a training log's lines may start with "{" ({'loss': ...})
+    if log is not None:
+        return log
     if stripped[0] in "{[":
         data = _load_json(stripped)
         return _json_reader(data) if isinstance(data, dict) else None
-    log = _log_reader(stripped)
-    if log is not None:
-        return log
     if ollama.is_modelfile(stripped) or (
         ollama.has_ollama_variables(stripped) and "\n" not in stripped.strip()
     ):
