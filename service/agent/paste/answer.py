@@ -17,6 +17,7 @@ from service.agent.base import ConversationState
 from service.agent.events import (
     AgentEvent,
     Answer,
+    AskedEvent,
     DoneEvent,
     ErrorEvent,
     EstimateEvent,
@@ -123,8 +124,6 @@ def paste_events(
     diagnosing = any(r.format in LOG_FORMATS for r in readings)
     asked = Asked(kind="diagnose", observed=observed) if diagnosing else Asked(kind="fit")
     source = _source(readings, primary)
-    from service.agent.events import AskedEvent
-
     yield AskedEvent(asked=asked, source=source)
     lines: list[str] = []
     for reading in readings:

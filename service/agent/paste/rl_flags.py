@@ -11,16 +11,8 @@ from typing import Any
 
 from service.agent.paste.hf_args import HF_TRAINER, finish_hf
 from service.agent.paste.reading import NOT_UNDERSTOOD, Reading
-from service.agent.paste.tables import SKIP, To
+from service.agent.paste.tables import SKIP, To, fact
 from service.agent.paste.values import as_bool, as_float, as_int
-
-
-def _fact(name: str, convert: Any = str) -> Any:
-    def handler(reading: Reading, key: str, value: Any) -> None:
-        reading.facts[name] = convert(value)
-        reading.facts.setdefault("fact_keys", {})[name] = key
-
-    return handler
 
 
 def _offload(field: str) -> Any:
@@ -50,10 +42,10 @@ def _not_modelled(reading: Reading, key: str, value: Any) -> None:
 TRL: dict[str, Any] = {
     **HF_TRAINER,
     "num_generations": To("num_generations", as_int),
-    "max_prompt_length": _fact("prompt", as_int),
-    "max_completion_length": _fact("completion", as_int),
-    "use_vllm": _fact("use_vllm", as_bool),
-    "vllm_mode": _fact("vllm_mode"),
+    "max_prompt_length": fact("prompt", as_int),
+    "max_completion_length": fact("completion", as_int),
+    "use_vllm": fact("use_vllm", as_bool),
+    "vllm_mode": fact("vllm_mode"),
     "vllm_gpu_memory_utilization": To("gpu_memory_utilization", as_float),
     "vllm_tensor_parallel_size": _not_modelled,
     "beta": SKIP,
@@ -100,8 +92,8 @@ OPENRLHF: dict[str, Any] = {
     "micro_train_batch_size": To("batch_size", as_int),
     "micro_rollout_batch_size": To("rollout_batch_size", as_int),
     "n_samples_per_prompt": To("num_generations", as_int),
-    "prompt_max_len": _fact("prompt", as_int),
-    "generate_max_len": _fact("completion", as_int),
+    "prompt_max_len": fact("prompt", as_int),
+    "generate_max_len": fact("completion", as_int),
     "max_len": To("seq_len", as_int),
     "zero_stage": To("zero_stage", as_int),
     "bf16": _flag_true("precision_recipe", "mixed"),
@@ -115,7 +107,7 @@ OPENRLHF: dict[str, Any] = {
     "load_in_4bit": _flag_true("weight_dtype", "nf4"),
     "vllm_gpu_memory_utilization": To("gpu_memory_utilization", as_float),
     "actor_num_gpus_per_node": To("num_gpus", as_int),
-    "advantage_estimator": _fact("estimator"),
+    "advantage_estimator": fact("estimator"),
     "train_batch_size": To("global_batch_size", as_int),
     "rollout_batch_size": SKIP,
     "learning_rate": To("learning_rate", as_float),
@@ -185,9 +177,9 @@ def finish_openrlhf(reading: Reading, module: str) -> None:
 
 VERL: dict[str, Any] = {
     "actor_rollout_ref.model.path": To("model", str),
-    "algorithm.adv_estimator": _fact("estimator"),
-    "data.max_prompt_length": _fact("prompt", as_int),
-    "data.max_response_length": _fact("completion", as_int),
+    "algorithm.adv_estimator": fact("estimator"),
+    "data.max_prompt_length": fact("prompt", as_int),
+    "data.max_response_length": fact("completion", as_int),
     "data.train_batch_size": To("global_batch_size", as_int),
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": To("batch_size", as_int),
     "actor_rollout_ref.rollout.n": To("num_generations", as_int),
@@ -205,8 +197,8 @@ VERL: dict[str, Any] = {
     "actor_rollout_ref.actor.optim.lr": To("learning_rate", as_float),
     "critic.model.path": To("critic_model", str),
     "reward_model.model.path": To("reward_model", str),
-    "trainer.n_gpus_per_node": _fact("gpus_per_node", as_int),
-    "trainer.nnodes": _fact("nodes", as_int),
+    "trainer.n_gpus_per_node": fact("gpus_per_node", as_int),
+    "trainer.nnodes": fact("nodes", as_int),
     "trainer.total_epochs": To("epochs", as_float),
     "actor_rollout_ref.rollout.name": SKIP,
     "actor_rollout_ref.model.use_remove_padding": SKIP,

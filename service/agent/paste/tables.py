@@ -33,6 +33,17 @@ def _skip(reading: Reading, key: str, value: Any) -> None:
     reading.ignore(key, NO_MEMORY_EFFECT)
 
 
+def fact(name: str, convert: Callable[[Any], Any] = str) -> Handler:
+    """A handler that keeps the value for the format's finishing step (the task from stage and finetuning
+    type, the precision from bf16 and the task, ...); `facts["fact_keys"]` remembers which key gave it."""
+
+    def handler(reading: Reading, key: str, value: Any) -> None:
+        reading.facts[name] = convert(value)
+        reading.facts.setdefault("fact_keys", {})[name] = key
+
+    return handler
+
+
 SKIP: Handler = _skip
 _skip.takes_auto = True  # type: ignore[attr-defined]
 Table = Mapping[str, "To | Handler"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.agent.paste.reading import VALUE_NOT_UNDERSTOOD, Reading
-from service.agent.paste.tables import COMMON_SKIP, SKIP, To
+from service.agent.paste.tables import COMMON_SKIP, SKIP, To, fact
 from service.agent.paste.values import (
     as_bool,
     as_float,
@@ -18,16 +18,6 @@ from service.agent.paste.values import (
     as_targets,
     stage_from_name,
 )
-
-
-def _fact(name: str, convert: Any = str) -> Any:
-    """A handler that keeps the value for the format's finishing step (the task, the precision)."""
-
-    def handler(reading: Reading, key: str, value: Any) -> None:
-        reading.facts[name] = convert(value)
-        reading.facts.setdefault("fact_keys", {})[name] = key
-
-    return handler
 
 
 def deepspeed_file(reading: Reading, key: str, value: Any) -> None:
@@ -82,8 +72,8 @@ def _quantization_bit(reading: Reading, key: str, value: Any) -> None:
 LLAMAFACTORY: dict[str, Any] = {
     **COMMON_SKIP,
     "model_name_or_path": To("model", str),
-    "finetuning_type": _fact("finetuning"),
-    "stage": _fact("stage"),
+    "finetuning_type": fact("finetuning"),
+    "stage": fact("stage"),
     "lora_rank": To("lora_rank", as_int),
     "lora_target": To("lora_targets", as_targets),
     "lora_alpha": To("lora_alpha", as_float),
@@ -94,9 +84,9 @@ LLAMAFACTORY: dict[str, Any] = {
     "gradient_accumulation_steps": To("gradient_accumulation_steps", as_int),
     "learning_rate": To("learning_rate", as_float),
     "num_train_epochs": To("epochs", as_float),
-    "bf16": _fact("bf16", as_bool),
-    "fp16": _fact("fp16", as_bool),
-    "pure_bf16": _fact("pure_bf16", as_bool),
+    "bf16": fact("bf16", as_bool),
+    "fp16": fact("fp16", as_bool),
+    "pure_bf16": fact("pure_bf16", as_bool),
     "quantization_bit": _quantization_bit,
     "quantization_method": To("quant_method", lambda v: {"bitsandbytes": "bnb"}.get(str(v), str(v))),
     "deepspeed": deepspeed_file,
@@ -205,10 +195,10 @@ AXOLOTL: dict[str, Any] = {
     "base_model_config": SKIP,
     "model_type": SKIP,
     "tokenizer_type": SKIP,
-    "adapter": _fact("adapter"),
+    "adapter": fact("adapter"),
     "lora_model_dir": SKIP,
-    "load_in_4bit": _fact("load_in_4bit", as_bool),
-    "load_in_8bit": _fact("load_in_8bit", as_bool),
+    "load_in_4bit": fact("load_in_4bit", as_bool),
+    "load_in_8bit": fact("load_in_8bit", as_bool),
     "sequence_len": To("seq_len", as_int),
     "micro_batch_size": To("batch_size", as_int),
     "gradient_accumulation_steps": To("gradient_accumulation_steps", as_int),
@@ -244,7 +234,7 @@ AXOLOTL: dict[str, Any] = {
     "fsdp_config.state_dict_type": SKIP,
     "fsdp_config.cpu_ram_efficient_loading": SKIP,
     "fsdp_config.activation_checkpointing": To("gradient_checkpointing", as_bool),
-    "rl": _fact("rl"),
+    "rl": fact("rl"),
     "liger_fused_linear_cross_entropy": _fused_loss,
     "cut_cross_entropy": _fused_loss,
     "plugins": SKIP,
