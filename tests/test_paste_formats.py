@@ -173,3 +173,49 @@ def test_nothing_in_a_paste_is_executed(tmp_path: Path) -> None:
 
 def test_log_formats_are_the_contracts() -> None:
     assert set(FORMATS) >= LOG_FORMATS and len(FORMATS) == 20
+
+
+def test_a_yaml_bomb_and_deep_nesting_are_refused_quickly() -> None:
+    import time
+
+    bomb = (
+        "base_model: x\n"
+        + "a0: &a0 {k: v}\n"
+        + "".join(f"a{i}: &a{i} {{{', '.join(f'k{j}: *a{i - 1}' for j in range(9))}}}\n" for i in range(1, 9))
+    )
+    started = time.monotonic()
+    with pytest.raises(PasteError) as caught:
+        read_paste(bomb, "axolotl-yaml")
+    assert caught.value.code == "too_large" and time.monotonic() - started < 2
+    with pytest.raises(PasteError) as caught:
+        read_paste('{"zero_optimization": ' * 5000 + "1" + "}" * 5000)
+    assert caught.value.code in ("too_large", "bad_json")
+
+
+def test_every_text_exists_in_both_languages() -> None:
+    from service.agent.prompt_files import load_toml
+
+    english, chinese = load_toml("en", "paste.toml"), load_toml("zh", "paste.toml")
+    assert {k: sorted(v) for k, v in english.items()} == {k: sorted(v) for k, v in chinese.items()}
+    for name in EXPECTED:  # every reason and assumption the fixtures produce has its text
+        reading = read_paste((ROOT / name).read_text(encoding="utf-8"))
+        assert {item.why for item in reading.ignored} <= set(english["why"]), name
+        assert {code for code, _ in reading.assumed} <= set(english["assumed"]), name
+
+
+def test_every_diagnosis_and_lever_has_its_text() -> None:
+    import re
+
+    from service.agent.prompt_files import load_toml
+
+    source = (Path(__file__).resolve().parents[1] / "service/agent/paste/diagnosis.py").read_text(
+        encoding="utf-8"
+    )
+    used = set(re.findall(r'\(\s*"(diagnosis|lever)",\s*"(\w+)"', source)) | {
+        ("diagnosis", "oom"),
+        ("diagnosis", "oom_old"),
+    }
+    assert len(used) >= 25
+    for language in ("en", "zh"):
+        texts = load_toml(language, "paste.toml")
+        assert {(section, code) for section, code in used if code not in texts[section]} == set(), language

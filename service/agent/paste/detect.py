@@ -214,8 +214,7 @@ def _named_readers() -> dict[str, Callable[[str], Reading | None]]:
     return readers
 
 
-def read_paste(text: str, format_name: str | None = None) -> Reading:
-    """Read `text` in the named format, or the one detected; PasteError when neither works."""
+def _read_paste(text: str, format_name: str | None) -> Reading:
     if format_name is not None:
         if format_name not in FORMATS:
             raise PasteError("unknown_format", f"unknown format '{format_name}'")
@@ -229,3 +228,12 @@ def read_paste(text: str, format_name: str | None = None) -> Reading:
     if reading is None:
         raise PasteError("unknown_format", "the paste is in none of the formats read")
     return reading
+
+
+def read_paste(text: str, format_name: str | None = None) -> Reading:
+    """Read `text` in the named format, or the one detected; PasteError when neither works (also for a paste
+    nested too deep for the parsers)."""
+    try:
+        return _read_paste(text, format_name)
+    except RecursionError as err:
+        raise PasteError("too_large", "nested too deep to read") from err

@@ -156,13 +156,24 @@ def apply(reading: Reading, items: Iterable[tuple[str, Any]], table: Table) -> N
             reading.ignore(key, VALUE_NOT_UNDERSTOOD)
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested mappings as dotted keys (`zero_optimization.stage`); lists and scalars are values."""
+MAX_KEYS = 2000  # a real config has tens to a few hundred keys; YAML aliases can make a paste explode
+MAX_DEPTH = 12
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+    """Nested mappings as dotted keys (`zero_optimization.stage`); lists and scalars are values. PasteError
+    beyond MAX_KEYS keys or MAX_DEPTH levels (a YAML "billion laughs" of aliases, not a config)."""
+    from service.agent.paste.reading import PasteError
+
+    if depth > MAX_DEPTH:
+        raise PasteError("too_large", f"nested more than {MAX_DEPTH} levels deep")
     out: list[tuple[str, Any]] = []
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and value:
-            out += flatten(value, name + ".")
+            out += flatten(value, name + ".", depth + 1)
         else:
             out.append((name, value))
+        if len(out) > MAX_KEYS:
+            raise PasteError("too_large", f"more than {MAX_KEYS} keys")
     return out

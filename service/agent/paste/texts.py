@@ -51,6 +51,11 @@ def reading_lines(reading: Reading, fields: dict[str, Any], language: str) -> li
     return lines
 
 
+KNOWN_ERRORS = frozenset(
+    {"bad_yaml", "bad_json", "bad_python", "bad_command", "not_this_format", "too_large"}
+)
+
+
 def error_text(err: PasteError, language: str, format_name: str | None = None) -> str:
     return text(
         language,
