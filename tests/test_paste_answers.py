@@ -292,3 +292,20 @@ def test_chat_stream_sends_the_asked_event_with_the_source(tmp_path: Path) -> No
     assert asked[0]["source"]["format"] == "cuda-oom"
     done = next(e.data for e in events if e.event == "done")
     assert done["source"]["format"] == "cuda-oom" and done["asked"]["kind"] == "diagnose"  # the Answer
+
+
+def test_a_pasted_deepspeed_file_wins_over_the_name_in_the_command() -> None:
+    command = (FIXTURES / "deepspeed-cli/deepspeed_launcher.sh").read_text(
+        encoding="utf-8"
+    )  # ds_config_zero3.json
+    ds = (FIXTURES / "deepspeed-json/zero2_fp16.json").read_text(encoding="utf-8")  # the file: stage 2, fp16
+    answer = ask(f"on 8x A100 80GB\n```\n{command}```\n```json\n{ds}```")
+    assert (
+        answer.scenario is not None
+        and answer.scenario.zero_stage == 2
+        and answer.scenario.weight_dtype == "fp16"
+    )
+    assert answer.scenario.batch_size == 8  # the file's train_micro_batch_size_per_gpu, not the command's 1
+    why = {item.key: item.why for item in answer.source.ignored} if answer.source else {}
+    assert why["per_device_train_batch_size"] == why["deepspeed"] == "overridden_by_paste"
+    assert answer.source is not None and answer.source.used["zero_optimization.stage"] == "zero_stage"

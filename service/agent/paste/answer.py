@@ -47,8 +47,12 @@ def combine(readings: list[Reading]) -> tuple[Reading, dict[str, Any], dict[str,
     primary = configs[0] if configs else readings[0]
     fields: dict[str, Any] = {}
     observed: dict[str, int | list[int]] = {}
-    for reading in [*configs, *logs]:
+    # a pasted DeepSpeed file says what a command's `--deepspeed ds_z3_offload.json` only hints by its name
+    ordered = sorted(configs, key=lambda r: r.format != "deepspeed-json")
+    for reading in [*ordered, *logs]:
         for key, value in reading.fields.items():
+            if key in fields and fields[key] != value:
+                _overruled(reading, key, "overridden_by_paste")
             fields.setdefault(key, value)
         observed.update(reading.observed)
         capacity = reading.observed.get("capacity_bytes")
@@ -58,6 +62,14 @@ def combine(readings: list[Reading]) -> tuple[Reading, dict[str, Any], dict[str,
             reading.used["total capacity"] = "gpu"
             reading.assume("gpu_from_capacity", size=fields["gpu"])
     return primary, fields, observed
+
+
+def _overruled(reading: Reading, field: str, why: str) -> None:
+    """The keys of `reading` that gave `field`, now overruled: listed as not used, and why."""
+    for key, named in list(reading.used.items()):
+        if named == field:
+            del reading.used[key]
+            reading.ignore(key, why)
 
 
 def _sentence_fields(sentence: str, language: Language) -> tuple[dict[str, Any], str | None]:
@@ -82,10 +94,7 @@ def _apply_sentence(
         applied[field] = value
         if field in fields and fields[field] != value:
             for reading in readings:
-                for key, named in list(reading.used.items()):
-                    if named == field:
-                        del reading.used[key]
-                        reading.ignore(key, OVERRIDDEN)
+                _overruled(reading, field, OVERRIDDEN)
         fields[field] = value
     return applied
 
