@@ -12,10 +12,12 @@ import pytest
 from service.slack.paste_text import message_text
 from tests.fakes.slack_api import BOT_USER_ID, FakeSlack
 from tests.slack_support import (
+    command_form,
     direct_message,
     event_body,
     final_message,
     mention,
+    post_form,
     post_json,
     shows,
     slack_service,
@@ -77,3 +79,12 @@ def test_a_shared_snippet_in_a_dm_is_read(slack: tuple[FakeSlack, str, httpx.Cli
     methods = ("chat.startStream", "chat.appendStream", "chat.stopStream")
     streamed = "".join(str(c.body.get("chunks", "")) for m in methods for c in fake.of(m))  # chunks of text
     assert "Read your paste as **llama.cpp-cli**" in streamed and "`ngl`: every layer on the GPU" in streamed
+
+
+def test_a_code_block_in_the_slash_command_is_read(slack: tuple[FakeSlack, str, httpx.Client]) -> None:
+    fake, base, client = slack
+    url = fake.response_url("cmd-paste")
+    r = post_form(client, base, command_form(f"on one 4090?\n```\n{COMMAND}\n```", url, channel="C0CMDP"))
+    assert r.status_code == 200
+    posted = fake.wait_for(lambda f: [c for c in f.of("response_url") if c.path.endswith("cmd-paste")])
+    assert shows(posted[0].body["blocks"][0]["text"], total_of(**LLAMA_CPP))

@@ -226,7 +226,7 @@ class SlackChannel:
 
     # ---- /vram ----------------------------------------------------------------------------------------
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
-        text = " ".join(str(body.get("text") or "").split())
+        text = message_text({"text": body.get("text")}, None)  # one line, or a pasted code block kept
         language = detect_language(text)
         matched = self.subcommands.match(text) if text else ("help", "")
         if matched is not None:
