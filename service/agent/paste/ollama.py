@@ -47,6 +47,13 @@ def _from(reading: Reading, value: str) -> None:
             reading.use("FROM", "weight_dtype", quant)
         return
     name, _, tag = value.partition(":")
+    if (
+        "/" in name
+    ):  # `hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M`: a Hub GGUF repository and its quant
+        reading.use("FROM", "model", name.rsplit("/", 1)[-1].removesuffix("-GGUF").removesuffix("-gguf"))
+        quant = (tag or "q4_k_m").lower()  # ollama pulls Q4_K_M when the tag names none
+        reading.use("FROM", "weight_dtype", quant)
+        return
     found = _TAG_QUANT.search(tag)
     size = tag[: found.start()] if found else tag
     size = re.sub(r"-(instruct|chat|text|base)$", "", size)

@@ -282,7 +282,29 @@ BOOLEAN_FLAGS = frozenset(
 )
 
 
+# checkpoints that carry their quantization in the name (vLLM and SGLang read it from the checkpoint's
+# quantization_config without a flag): Qwen2.5-7B-Instruct-AWQ, ...-GPTQ-Int4, ...-FP8
+_NAMED_QUANT = (
+    (re.compile(r"[-_]awq\b", re.IGNORECASE), "int4", "awq"),
+    (re.compile(r"[-_]gptq(?:[-_]int4)?\b", re.IGNORECASE), "int4", "gptq"),
+    (re.compile(r"[-_]fp8\b", re.IGNORECASE), "fp8", None),
+)
+
+
+def _quant_from_name(reading: Reading) -> None:
+    model = str(reading.fields.get("model", ""))
+    for pattern, dtype, method in _NAMED_QUANT:
+        if pattern.search(model):
+            reading.fields["weight_dtype"] = dtype
+            if method:
+                reading.fields["quant_method"] = method
+            reading.assume("quant_from_name", model=model, dtype=dtype)
+            return
+
+
 def finish_serving(reading: Reading, engine: str) -> None:
+    if engine in ("vllm", "sglang") and "weight_dtype" not in reading.fields:
+        _quant_from_name(reading)
     if "dtype" in reading.facts:
         key, dtype = reading.facts["dtype"]
         if "weight_dtype" in reading.fields:

@@ -22,6 +22,10 @@ from service.agent.paste.values import (
 
 def deepspeed_file(reading: Reading, key: str, value: Any) -> None:
     """A DeepSpeed config named by path (ds_z3_offload_config.json, zero3_bf16.json): its stage and offload."""
+    if isinstance(value, str) and value.strip().startswith("{"):  # `--deepspeed '{"zero_optimization": ...}'`
+        import json
+
+        value = json.loads(value)
     if isinstance(value, dict):
         from service.agent.paste.json_configs import read_deepspeed_dict
 
