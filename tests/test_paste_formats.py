@@ -219,3 +219,16 @@ def test_every_diagnosis_and_lever_has_its_text() -> None:
     for language in ("en", "zh"):
         texts = load_toml(language, "paste.toml")
         assert {(section, code) for section, code in used if code not in texts[section]} == set(), language
+
+
+def test_a_named_format_reads_with_that_formats_table() -> None:
+    verl_yaml = "actor_rollout_ref:\n  model:\n    path: Qwen/Qwen2.5-7B-Instruct\n  rollout:\n    n: 8\n"
+    reading = read_paste(verl_yaml + "algorithm:\n  adv_estimator: grpo\n", "verl-cli")
+    assert (
+        reading.format == "verl-cli"
+        and reading.fields["num_generations"] == 8
+        and reading.fields["task"] == "grpo"
+    )
+    named = read_paste("base_model: Qwen/Qwen2.5-7B\nmicro_batch_size: 2\n", "llamafactory-yaml")
+    assert named.format == "llamafactory-yaml" and "model" not in named.fields  # not axolotl's keys
+    assert {item.key: item.why for item in named.ignored}["micro_batch_size"] == NOT_UNDERSTOOD

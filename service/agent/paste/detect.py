@@ -58,34 +58,57 @@ def load_yaml(text: str) -> Any:
         raise PasteError("bad_yaml", f"invalid YAML: {err}") from err
 
 
-def _yaml_reader(data: dict[str, Any]) -> Reading | None:
-    from service.agent.paste import launcher_yaml, training_yaml
+def _read_table(name: str, table: Any, finish: Callable[[Reading], None], data: dict[str, Any]) -> Reading:
     from service.agent.paste.tables import apply, flatten
 
-    flat = dict(flatten(data))
-    if any(key.endswith("_component_") for key in flat):
-        return launcher_yaml.read_torchtune(data)
-    if "distributed_type" in data or "compute_environment" in data:
-        return launcher_yaml.read_accelerate(data)
-    if "base_model" in data and ({"micro_batch_size", "sequence_len", "adapter", "datasets"} & set(data)):
-        reading = Reading("axolotl-yaml")
-        apply(reading, flatten(data), training_yaml.AXOLOTL)
-        training_yaml.finish_axolotl(reading)
-        return reading
-    if "model_name_or_path" in data and (
-        {"finetuning_type", "stage", "cutoff_len", "template", "lora_target"} & set(data)
-    ):
-        reading = Reading("llamafactory-yaml")
-        apply(reading, flatten(data), training_yaml.LLAMAFACTORY)
-        training_yaml.finish_llamafactory(reading)
-        return reading
-    if "actor_rollout_ref" in data:
-        from service.agent.paste import rl_flags
+    reading = Reading(name)
+    apply(reading, flatten(data), table)
+    finish(reading)
+    return reading
 
-        reading = Reading("verl-cli")
-        apply(reading, flatten(data), rl_flags.VERL)
-        rl_flags.finish_verl(reading)
-        return reading
+
+def yaml_readers() -> dict[str, Callable[[dict[str, Any]], Reading]]:
+    """The reader of each YAML format, by its `source.format` name."""
+    from service.agent.paste import launcher_yaml, rl_flags, training_yaml
+
+    return {
+        "llamafactory-yaml": lambda data: _read_table(
+            "llamafactory-yaml", training_yaml.LLAMAFACTORY, training_yaml.finish_llamafactory, data
+        ),
+        "axolotl-yaml": lambda data: _read_table(
+            "axolotl-yaml", training_yaml.AXOLOTL, training_yaml.finish_axolotl, data
+        ),
+        "accelerate-yaml": launcher_yaml.read_accelerate,
+        "torchtune-yaml": launcher_yaml.read_torchtune,
+        "verl-cli": lambda data: _read_table("verl-cli", rl_flags.VERL, rl_flags.finish_verl, data),
+    }
+
+
+def _yaml_format(data: dict[str, Any]) -> str | None:
+    """Which YAML format a mapping is, by the keys only that format has."""
+    from service.agent.paste.tables import flatten
+
+    keys = set(data)
+    if any(key.endswith("_component_") for key, _ in flatten(data)):
+        return "torchtune-yaml"
+    if {"distributed_type", "compute_environment"} & keys:
+        return "accelerate-yaml"
+    if "base_model" in keys and {"micro_batch_size", "sequence_len", "adapter", "datasets"} & keys:
+        return "axolotl-yaml"
+    if (
+        "model_name_or_path" in keys
+        and {"finetuning_type", "stage", "cutoff_len", "template", "lora_target"} & keys
+    ):
+        return "llamafactory-yaml"
+    if "actor_rollout_ref" in keys:
+        return "verl-cli"
+    return None
+
+
+def _yaml_reader(data: dict[str, Any]) -> Reading | None:
+    name = _yaml_format(data)
+    if name is not None:
+        return yaml_readers()[name](data)
     if "per_device_train_batch_size" in data:
         from service.agent.paste import json_configs
 
@@ -142,19 +165,14 @@ def detect_and_read(text: str) -> Reading | None:
 
 
 def _named_readers() -> dict[str, Callable[[str], Reading | None]]:
-    from service.agent.paste import command_line, engine_logs, json_configs, launcher_yaml, ollama, oom, smi
+    from service.agent.paste import command_line, engine_logs, json_configs, ollama, oom, smi
 
     def yaml_as(expected: str) -> Callable[[str], Reading | None]:
         def read(text: str) -> Reading | None:
             data = load_yaml(text)
             if not isinstance(data, dict):
                 raise PasteError("bad_yaml", "expected a YAML mapping of keys to values", line=1, column=1)
-            reading = _yaml_reader(data)
-            if reading is None and expected == "accelerate-yaml":
-                return launcher_yaml.read_accelerate(data)
-            if reading is None and expected == "torchtune-yaml":
-                return launcher_yaml.read_torchtune(data)
-            return reading
+            return yaml_readers()[expected](data)  # the named format's own table
 
         return read
 
@@ -177,6 +195,13 @@ def _named_readers() -> dict[str, Callable[[str], Reading | None]]:
             return python_call.read_python_call(stripped)
         return command_line.read_command(stripped)
 
+    def verl(text: str) -> Reading | None:  # overrides on a command line, or the same keys as YAML
+        return (
+            command_line.read_command(text)
+            if command_line.looks_like_command(text)
+            else yaml_as("verl-cli")(text)
+        )
+
     def oom_or_summary(text: str) -> Reading | None:
         return oom.read_memory_summary(text) if oom.SUMMARY_MARK.search(text) else oom.read_cuda_oom(text)
 
@@ -191,7 +216,6 @@ def _named_readers() -> dict[str, Callable[[str], Reading | None]]:
                 "llamafactory-cli",
                 "deepspeed-cli",
                 "trl-cli",
-                "verl-cli",
                 "openrlhf-cli",
                 "vllm-cli",
                 "sglang-cli",
@@ -202,6 +226,7 @@ def _named_readers() -> dict[str, Callable[[str], Reading | None]]:
     readers.update(
         {
             "hf-trainer-args": hf_args,
+            "verl-cli": verl,
             "deepspeed-json": json_as(json_configs.read_deepspeed),
             "hf-config-json": json_as(json_configs.read_hf_config),
             "ollama-modelfile": ollama.read_ollama,
@@ -221,8 +246,6 @@ def _read_paste(text: str, format_name: str | None) -> Reading:
         reading = _named_readers()[format_name](text)
         if reading is None:
             raise PasteError("not_this_format", f"the paste is not {format_name}")
-        if reading.format != format_name and format_name.endswith("-yaml"):
-            reading.format = format_name
         return reading
     reading = detect_and_read(text)
     if reading is None:
