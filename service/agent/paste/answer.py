@@ -131,7 +131,10 @@ def paste_events(
     stated, asks = _sentence_fields(message.sentence, language)
     stated = _apply_sentence(readings, fields, stated)
     diagnosing = any(r.format in LOG_FORMATS for r in readings)
-    asked = Asked(kind="diagnose", observed=observed) if diagnosing else Asked(kind="fit")
+    # an error or log: diagnose; else the sentence's figure (the KV cache, ...) or does it fit
+    asked = (
+        Asked(kind="diagnose", observed=observed) if diagnosing else Asked(kind="figure" if asks else "fit")
+    )
     source = _source(readings, primary)
     yield AskedEvent(asked=asked, source=source)
     lines: list[str] = []
