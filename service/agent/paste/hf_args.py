@@ -97,7 +97,7 @@ HF_TRAINER: dict[str, Any] = {
     ),
     "load_in_4bit": _quant_4bit,
     "per_device_eval_batch_size": SKIP,
-    "gradient_checkpointing_kwargs.use_reentrant": SKIP,
+    "gradient_checkpointing_kwargs.*": SKIP,
     "ddp_find_unused_parameters": SKIP,
     "push_to_hub": SKIP,
     "local_rank": SKIP,

@@ -291,7 +291,7 @@ _NAMED_QUANT = (
 )
 
 
-def _quant_from_name(reading: Reading) -> None:
+def quant_from_name(reading: Reading) -> None:
     model = str(reading.fields.get("model", ""))
     for pattern, dtype, method in _NAMED_QUANT:
         if pattern.search(model):
@@ -304,7 +304,7 @@ def _quant_from_name(reading: Reading) -> None:
 
 def finish_serving(reading: Reading, engine: str) -> None:
     if engine in ("vllm", "sglang") and "weight_dtype" not in reading.fields:
-        _quant_from_name(reading)
+        quant_from_name(reading)
     if "dtype" in reading.facts:
         key, dtype = reading.facts["dtype"]
         if "weight_dtype" in reading.fields:

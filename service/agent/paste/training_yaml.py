@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.agent.paste.reading import VALUE_NOT_UNDERSTOOD, Reading
+from service.agent.paste.reading import NOT_UNDERSTOOD, VALUE_NOT_UNDERSTOOD, Reading
 from service.agent.paste.tables import COMMON_SKIP, SKIP, To, fact
 from service.agent.paste.values import (
     as_bool,
@@ -101,10 +101,17 @@ LLAMAFACTORY: dict[str, Any] = {
     "packing": To("packing", as_bool),
     "neat_packing": To("packing", as_bool),
     "freeze_trainable_layers": To("trainable_layers", as_int),
+    # PPO: LLaMA-Factory's reward_model is by default a LoRA adapter on the policy's base (reward_model_type
+    # lora, hparams/finetuning_args.py); the estimator counts a separate reward model of the policy's size
+    "reward_model": lambda reading, key, value: reading.ignore(key, NOT_UNDERSTOOD),
+    "reward_model_type": lambda reading, key, value: reading.ignore(key, NOT_UNDERSTOOD),
+    "max_new_tokens": To("max_new_tokens", as_int),
+    "top_k": SKIP,
     "max_steps": SKIP,
     "warmup_steps": To("warmup_steps", as_int),
 }
 
+LLAMAFACTORY_LORA_RANK = 8  # src/llamafactory/hparams/finetuning_args.py LoraArguments.lora_rank default
 # LLaMA-Factory's stage -> the estimator's RL task (src/llamafactory/train/tuner.py run_exp)
 _STAGE_TASKS = {"dpo": "dpo", "kto": "dpo", "ppo": "ppo"}
 _FINETUNING_TASKS = {"lora": "lora", "full": "full_finetune", "freeze": "freeze", "oft": "lora"}
@@ -122,11 +129,19 @@ def finish_llamafactory(reading: Reading) -> None:
         return
     if task == "lora" and facts.get("quantized") == 4:
         task = "qlora"
+    if "weight_dtype" not in reading.fields and not facts.get("quantized"):
+        from service.agent.paste.serving_flags import quant_from_name
+
+        quant_from_name(reading)  # an AWQ/GPTQ checkpoint by its name: LoRA over that quantized base
     for name in ("stage", "finetuning"):
         if name in keys:
             reading.used[keys[name]] = "task"
     if "finetuning" not in keys:
         reading.assume("llamafactory_default_lora")
+    if finetuning in ("lora", "oft") and "lora_rank" not in reading.fields:
+        # FinetuningArguments.lora_rank defaults to 8 (also for LoRA PPO/DPO, which need it to be LoRA jobs)
+        reading.fields["lora_rank"] = LLAMAFACTORY_LORA_RANK
+        reading.assume("llamafactory_default_rank", rank=LLAMAFACTORY_LORA_RANK)
     reading.fields["task"] = task
     if "gradient_checkpointing" not in reading.fields:
         # model_args.disable_gradient_checkpointing defaults to False: LLaMA-Factory turns it on
@@ -140,7 +155,8 @@ def _precision(reading: Reading, task: str, facts: dict[str, Any], keys: dict[st
     key = keys.get("pure_bf16") or keys.get("bf16") or keys.get("fp16")
     if half is None or key is None:
         return
-    if task in ("lora", "qlora") or facts.get("quantized"):
+    adapters = facts.get("finetuning", "lora") in ("lora", "oft")  # LoRA SFT, and LoRA PPO/DPO too
+    if task in ("lora", "qlora") or adapters or facts.get("quantized"):
         if "weight_dtype" not in reading.fields:
             reading.use(key, "weight_dtype", half)  # the frozen base in the compute dtype
         else:
@@ -252,6 +268,11 @@ AXOLOTL: dict[str, Any] = {
     "logging_steps": SKIP,
     "xformers_attention": _attention,
     "fsdp_config.*": SKIP,  # wrap policy, state-dict type, module-state sync: no effect on the peak
+    "attention": _attention,  # newer axolotl: `attention: flash | sdpa | eager`
+    "special_tokens.*": SKIP,
+    "gradient_checkpointing_kwargs.*": SKIP,
+    "chat_template_jinja": SKIP,
+    "hub_model_id": SKIP,
 }
 
 _AXOLOTL_RL = {"dpo": "dpo", "ipo": "dpo", "kto": "dpo", "simpo": "dpo", "grpo": "grpo"}
