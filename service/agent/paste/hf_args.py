@@ -106,6 +106,9 @@ HF_TRAINER: dict[str, Any] = {
 }
 
 
+TRL_LORA_RANK = 16  # trl/trainer/model_config.py ModelConfig.lora_r default
+
+
 def finish_hf(reading: Reading, task: str | None = None) -> None:
     """The task (full fine-tuning unless LoRA/QLoRA flags say otherwise) and the precision recipe."""
     facts = reading.facts
@@ -118,11 +121,15 @@ def finish_hf(reading: Reading, task: str | None = None) -> None:
     elif task in ("full_finetune",) and (facts.get("peft") or "lora_rank" in reading.fields):
         task = "qlora" if facts.get("quantized") == 4 else "lora"
     reading.fields.setdefault("task", task)
+    adapters = bool(facts.get("peft") or "lora_rank" in reading.fields)
+    if facts.get("peft") and "lora_rank" not in reading.fields:
+        reading.fields["lora_rank"] = TRL_LORA_RANK  # a LoRA PPO/DPO/GRPO needs its rank to be a LoRA job
+        reading.assume("trl_default_rank", rank=TRL_LORA_RANK)
     half = facts.get("half")
     key = facts.get("fact_keys", {}).get("half")
     if not half or not key:
         return
-    if reading.fields["task"] in ("lora", "qlora"):
+    if reading.fields["task"] in ("lora", "qlora") or adapters:  # a frozen base in the 16-bit dtype
         if "weight_dtype" in reading.fields:
             reading.ignore(key, "compute_dtype")
         else:
