@@ -309,3 +309,15 @@ def test_a_pasted_deepspeed_file_wins_over_the_name_in_the_command() -> None:
     why = {item.key: item.why for item in answer.source.ignored} if answer.source else {}
     assert why["per_device_train_batch_size"] == why["deepspeed"] == "overridden_by_paste"
     assert answer.source is not None and answer.source.used["zero_optimization.stage"] == "zero_stage"
+
+
+def test_memory_summary_peak_is_set_beside_our_tensor_peak() -> None:
+    summary = (FIXTURES / "cuda-oom/memory_summary.txt").read_text(encoding="utf-8")
+    answer = ask(f"llama-2-7b lora on a 4090, batch 4\n```\n{summary}```")
+    assert answer.estimate is not None and answer.asked is not None and answer.asked.kind == "diagnose"
+    ours = answer.estimate.per_gpu.tensor_peak_bytes
+    share = f"{(ours - 18911 * 2**20) / (18911 * 2**20):+.1%}"  # the summary's Peak Usage of Allocated memory
+    assert (
+        f"The summary's peak allocated, 18.47 GiB, is torch.cuda.max_memory_allocated(); our tensor peak for this job is {fmt_gib(ours)} ({share})"
+        in answer.answer
+    )

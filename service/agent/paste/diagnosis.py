@@ -32,7 +32,7 @@ def diagnose(reading: Reading, estimate: Estimate | None) -> list[Line]:
     if kind == "oom":
         return _oom(reading.observed, estimate)
     if kind == "memory_summary":
-        return _summary(reading.observed)
+        return _summary(reading.observed, estimate)
     if kind == "nvidia-smi":
         return _smi(reading, estimate)
     if kind in ("vllm-error", "vllm-log"):
@@ -95,7 +95,7 @@ def _parts(estimate: Estimate) -> str:
     return ", ".join(f"{c.name} {_gib(c.bytes)}" for c in tensors)
 
 
-def _summary(seen: dict[str, Any]) -> list[Line]:
+def _summary(seen: dict[str, Any], estimate: Estimate | None) -> list[Line]:
     lines: list[Line] = []
     if {"allocated_bytes", "reserved_bytes"} <= set(seen):
         lines.append(
@@ -105,6 +105,12 @@ def _summary(seen: dict[str, Any]) -> list[Line]:
                 {k.removesuffix("_bytes"): _gib(v) for k, v in seen.items() if k.endswith("_bytes")},
             )
         )
+    if estimate is not None and "peak_allocated_bytes" in seen:
+        # the summary's peak "Allocated memory" is torch.cuda.max_memory_allocated(): what our tensor peak predicts
+        peak, ours = seen["peak_allocated_bytes"], estimate.per_gpu.tensor_peak_bytes
+        share = f"{(ours - peak) / peak:+.1%}" if peak else "n/a"
+        lines.append(("diagnosis", "summary_ours", {"peak": _gib(peak), "ours": _gib(ours), "share": share}))
+        lines.append(("diagnosis", "ours_parts", {"parts": _parts(estimate)}))
     if seen.get("malloc_retries") or seen.get("oom_count"):
         lines.append(
             (
