@@ -321,3 +321,12 @@ def test_memory_summary_peak_is_set_beside_our_tensor_peak() -> None:
         f"The summary's peak allocated, 18.47 GiB, is torch.cuda.max_memory_allocated(); our tensor peak for this job is {fmt_gib(ours)} ({share})"
         in answer.answer
     )
+
+
+def test_estimate_from_a_log_of_an_unknown_model_still_diagnoses(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--from", str(FIXTURES / "vllm-log/kv_error.txt")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "Start vLLM with `--max-model-len 87840`" in out
+        and "unknown model 'Qwen3-VL-30B-A3B-Instruct'" in out
+    )

@@ -35,7 +35,7 @@ def run_paste_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     from service.agent.paste.answer import SUBJECT_FIELDS
     from service.agent.paste.detect import read_paste
     from service.agent.paste.diagnosis import diagnose
-    from service.agent.paste.reading import PasteError
+    from service.agent.paste.reading import LOG_FORMATS, PasteError
     from service.agent.paste.texts import error_text, reading_lines, text
     from tools.errors import ScenarioError
     from tools.scenario import Scenario
@@ -50,6 +50,7 @@ def run_paste_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
         return _bad(err, f"from: {error_text(exc, 'en', getattr(args, 'format', None))}")
     estimate: Any = None
     scenario: Any = None
+    unestimated = ""
     if any(field in reading.fields for field in SUBJECT_FIELDS):
         try:
             scenario = Scenario.model_validate(reading.fields)
@@ -61,7 +62,10 @@ def run_paste_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
             field = ".".join(str(p) for p in first.get("loc", ())) or "scenario"
             return _bad(err, f"{field}: {first.get('msg', 'invalid value')} (read from the paste).")
         except ScenarioError as exc:
-            return _bad(err, str(exc))
+            if reading.format not in LOG_FORMATS:
+                return _bad(err, str(exc))
+            unestimated = " ".join(str(exc).split())  # a log still gets its diagnosis
+            estimate = None
     if getattr(args, "json", False):
         document = {
             "source": reading.source().model_dump(),
@@ -74,7 +78,9 @@ def run_paste_estimate(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     lines = reading_lines(reading, reading.fields, "en")
     for section, code, values in diagnose(reading, estimate):
         lines.append(("- " if section == "lever" else "") + text("en", section, code, **values))
-    if estimate is None:
+    if unestimated:
+        lines.append(unestimated)
+    elif estimate is None:
         lines.append(text("en", "text", "no_subject"))
     out.write("\n".join(lines) + "\n")
     if estimate is not None:
