@@ -57,6 +57,9 @@ def _hint(language: str) -> str:
     return str(load_toml(language, "answer.toml").get("summary", {}).get("cli_hint", "")) + "\n"
 
 
+PIPE_WAIT_S = 0.5  # how long a pipe on stdin may stay silent before the question goes without it
+
+
 def piped_paste(stream: TextIO | None) -> str:
     """What a file or pipe on standard input holds (`vramwise ask "..." < train.yaml`); "" for a terminal, a
     device such as /dev/null, or a pipe that stays silent (a caller's inherited stdin must not block us)."""
@@ -74,9 +77,6 @@ def piped_paste(stream: TextIO | None) -> str:
     except (OSError, ValueError, AttributeError):  # no real file behind it (pytest's captured stdin)
         return ""
     return ""
-
-
-PIPE_WAIT_S = 0.5
 
 
 def with_paste(question: str, paste: str) -> str:

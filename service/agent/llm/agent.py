@@ -130,9 +130,8 @@ class LLMAgent:
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
         lang: Language = language or detect_language(question, default=state.language or "en")
-        if (
-            split_message(question) is not None
-        ):  # a paste is read by real parsers (service/agent/paste), not guessed
+        # a paste is read by real parsers (service/agent/paste), not guessed by the model
+        if split_message(question) is not None:
             async for event in self._fallback.stream(question, state, lang):
                 yield event
             return
