@@ -17,6 +17,7 @@ from tools.result import Estimate
 from tools.units import fmt_gib
 
 Line = tuple[str, str, dict[str, Any]]
+VLLM_BLOCK_TOKENS = 16  # vLLM's default KV block size on CUDA (tools/serving.py VLLM_DEFAULT_BLOCK_SIZE)
 FRAGMENTED_SHARE = 0.05  # reserved-but-unallocated above 5% of the card (or above the request): fragmentation
 OTHER_PROCESS_BYTES = (
     512 << 20
@@ -192,6 +193,18 @@ def _vllm(reading: Reading, estimate: Estimate | None) -> list[Line]:
                     "kv_available": _gib(seen["kv_available_bytes"]),
                     "kv_tokens": f"{seen.get('kv_cache_tokens', 0):,}",
                 },
+            )
+        )
+    elif "weights_bytes" in seen:
+        lines.append(("diagnosis", "vllm_weights", {"weights": _gib(seen["weights_bytes"])}))
+    if "gpu_blocks" in seen:
+        # vLLM's KV blocks hold block_size tokens each: 16 by default on CUDA (vllm/config CacheConfig.block_size)
+        blocks = seen["gpu_blocks"]
+        lines.append(
+            (
+                "diagnosis",
+                "vllm_blocks",
+                {"blocks": f"{blocks:,}", "tokens": f"{blocks * VLLM_BLOCK_TOKENS:,}"},
             )
         )
     if "max_concurrency" in reading.facts:
