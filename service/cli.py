@@ -20,7 +20,16 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     est = sub.add_parser("estimate", help="run the estimator on a scenario (JSON file, - for stdin)")
-    est.add_argument("--scenario", required=True, help="scenario JSON file, or - for stdin")
+    given = est.add_mutually_exclusive_group(required=True)
+    given.add_argument("--scenario", help="scenario JSON file, or - for stdin")
+    given.add_argument(
+        "--from",
+        dest="from_file",
+        help="a pasted config, command line or log (file, or - for stdin): read and sized (service/agent/paste)",
+    )
+    est.add_argument(
+        "--format", default=None, help="the paste's format (default: detected), e.g. axolotl-yaml"
+    )
     est.add_argument("--json", action="store_true", help="print one Estimate object")
     est.add_argument("--no-plan", action="store_true", help="skip the planner's suggestions")
 

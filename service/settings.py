@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     # HTTP
     host: str = "127.0.0.1"
     port: int = 8000
-    max_message_chars: int = 4000
+    max_message_chars: int = 32000  # pasted configs and logs fit (well within max_body_bytes)
     # offline agent worker processes (CPU-bound work off the serving loop); None = one per CPU core,
     # 0 = answer on a background thread of the serving process instead
     agent_processes: int | None = Field(default=None, ge=0, le=64)

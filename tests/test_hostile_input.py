@@ -148,7 +148,7 @@ def test_an_empty_message_says_why(client: TestClient) -> None:
     r = client.post("/v1/chat", json={"message": ""})
     assert r.status_code == 422
     body = r.json()
-    assert body["error"].startswith("message is empty") and body["accepted"] == "1 to 4000 characters"
+    assert body["error"].startswith("message is empty") and body["accepted"] == "1 to 32000 characters"
 
 
 def test_a_wrong_content_type_is_a_415(client: TestClient) -> None:
@@ -201,7 +201,7 @@ def test_booleans_are_not_numbers(client: TestClient) -> None:
 def test_openapi_declares_message_bounds_and_the_event_stream(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     message = spec["components"]["schemas"]["ChatRequest"]["properties"]["message"]
-    assert (message["minLength"], message["maxLength"]) == (1, 4000)
+    assert (message["minLength"], message["maxLength"]) == (1, 32000)
     ok = spec["paths"]["/v1/chat"]["post"]["responses"]["200"]["content"]
     assert list(ok) == ["text/event-stream"]
     events = ok["text/event-stream"]["itemSchema"]["properties"]["event"]["enum"]

@@ -300,3 +300,40 @@ def test_api_docs_render_offline(page, base_url: str) -> None:  # type: ignore[n
     for path in ("/v1/chat", "/v1/chat/completions", "/v1/estimate", "/v1/models", "/v1/gpus", "/healthz"):
         assert path in paths, paths
     assert [u for u in external if not u.startswith("data:")] == []
+
+
+PASTED_YAML = """on 2x 4090, will it fit?
+### model
+model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct
+### method
+stage: sft
+finetuning_type: lora
+lora_rank: 8
+lora_target: all
+### dataset
+dataset: alpaca_en_demo
+template: llama3
+cutoff_len: 2048
+### train
+per_device_train_batch_size: 1
+bf16: true"""  # keys of hiyouga/LLaMA-Factory examples/train_lora/llama3_lora_sft.yaml
+
+
+def test_a_pasted_yaml_is_read_and_keeps_its_lines(page, base_url: str) -> None:  # type: ignore[no-untyped-def]
+    """A LLaMA-Factory YAML pasted into the box under a question: the bubble keeps the paste's lines, the
+    answer says which format was read, and the figure is the estimator's for the pasted job on 2 x 4090."""
+    page.goto(base_url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    ask(page, PASTED_YAML, 1)
+    turn = page.locator(".turn").last
+    bubble = turn.locator("[data-role=user-message], .bubble-user").first
+    assert "finetuning_type: lora\nlora_rank: 8" in bubble.inner_text()  # the lines, not one run-on line
+    scenario = Scenario.model_validate(json.loads(turn.locator(".scenario-json").text_content()))
+    assert (scenario.task, scenario.lora_rank, scenario.seq_len, scenario.num_gpus) == ("lora", 8, 2048, 2)
+    assert scenario.lora_targets == ["all-linear"] and scenario.weight_dtype == "bf16"
+    expected = estimate(scenario)
+    verdict = turn.locator(".verdict")
+    assert int(verdict.get_attribute("data-total-bytes")) == expected.per_gpu.total_bytes
+    answer_text = turn.locator(".answer-text").text_content()
+    assert "llamafactory-yaml" in answer_text and "cutoff_len" in answer_text
+    assert page.errors == []

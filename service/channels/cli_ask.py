@@ -73,8 +73,39 @@ def _hint(language: str) -> str:
     return str(load_toml(language, "answer.toml").get("summary", {}).get("cli_hint", "")) + "\n"
 
 
+PIPE_WAIT_S = 0.5  # how long a pipe on stdin may stay silent before the question goes without it
+
+
+def piped_paste(stream: TextIO | None) -> str:
+    """What a file or pipe on standard input holds (`vramwise ask "..." < train.yaml`); "" for a terminal, a
+    device such as /dev/null, or a pipe that stays silent (a caller's inherited stdin must not block us)."""
+    import select
+    import stat
+
+    if stream is None:
+        return ""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+        if stat.S_ISREG(mode):
+            return stream.read()
+        if stat.S_ISFIFO(mode) and select.select([stream], [], [], PIPE_WAIT_S)[0]:
+            return stream.read()
+    except (OSError, ValueError, AttributeError):  # no real file behind it (pytest's captured stdin)
+        return ""
+    return ""
+
+
+def with_paste(question: str, paste: str) -> str:
+    """The question and the piped paste as one message: the paste in a code block, as a chat would send it."""
+    if not paste.strip():
+        return question
+    return f"{question}\n```\n{paste.strip()}\n```"
+
+
 def run_ask(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    question = (getattr(args, "question", "") or "").strip()
+    question = with_paste(
+        (getattr(args, "question", "") or "").strip(), piped_paste(getattr(args, "stdin", sys.stdin))
+    )
     err_stream = err or sys.stderr
     if not question:
         err_stream.write("ask: the question is empty. Accepted: a question in English or Chinese.\n")

@@ -64,6 +64,11 @@ def run_estimate(args: argparse.Namespace, *, out: TextIO | None = None, err: Te
 
     from tools.errors import ScenarioError
 
+    # a pasted config, command line or log (service/channels/cli_paste.py)
+    if getattr(args, "from_file", None):
+        from service.channels.cli_paste import run_paste_estimate
+
+        return run_paste_estimate(args, out, err)
     try:
         text = _read(args.scenario)
     except OSError as exc:

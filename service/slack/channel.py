@@ -56,6 +56,7 @@ from service.slack.blocks import (
 )
 from service.slack.commands import Subcommands
 from service.slack.interview import interview_of_thread, interview_reply, post_interview
+from service.slack.paste_text import message_text
 from service.slack.store import SlackStore
 from service.slack.streaming import ThreadReply, request_id, slack_error
 
@@ -84,12 +85,6 @@ def api_base_url(configured: str | None) -> str:
     """The Web API base URL as slack_sdk joins it with method names (a trailing slash)."""
     url = configured or DEFAULT_API_URL
     return url if url.endswith("/") else url + "/"
-
-
-def _strip_mention(text: str, bot_user_id: str | None) -> str:
-    if bot_user_id:
-        text = text.replace(f"<@{bot_user_id}>", " ")
-    return " ".join(text.split())
 
 
 class SlackChannel:
@@ -237,7 +232,7 @@ class SlackChannel:
 
     # ---- /vram ----------------------------------------------------------------------------------------
     async def _on_command(self, ack: Any, body: dict[str, Any]) -> None:
-        text = " ".join(str(body.get("text") or "").split())
+        text = message_text({"text": body.get("text")}, None)  # one line, or a pasted code block kept
         language = detect_language(text)
         matched = self.subcommands.match(text) if text else ("help", "")
         if matched is not None:
@@ -316,7 +311,7 @@ class SlackChannel:
         channel = str(event["channel"])
         root = str(event.get("thread_ts") or event["ts"])
         team = body.get("team_id") or event.get("team")
-        question = _strip_mention(str(event.get("text") or ""), context.get("bot_user_id"))
+        question = message_text(event, context.get("bot_user_id"))
         await self._tracked(
             self._answer_in_thread(
                 client,
@@ -336,7 +331,10 @@ class SlackChannel:
     ) -> None:
         """Direct messages at the top of the DM (threaded ones reach `_on_assistant_message`); in a channel,
         only the replies in a quiz thread (a mention there comes as `app_mention` too: answered there)."""
-        if event.get("bot_id") or event.get("subtype"):
+        if event.get("bot_id") or event.get("subtype") not in (
+            None,
+            "file_share",
+        ):  # a shared snippet is read
             return
         if event.get("channel_type") != "im":
             bot = context.get("bot_user_id")
@@ -377,7 +375,7 @@ class SlackChannel:
             self._answer_in_thread(
                 client,
                 event_key=str(body.get("event_id") or f"{channel}:{event['ts']}"),
-                question=_strip_mention(str(event.get("text") or ""), context.get("bot_user_id")),
+                question=message_text(event, context.get("bot_user_id")),
                 channel=channel,
                 thread_ts=str(thread or event["ts"]),
                 conversation_key=conversation_key,

@@ -39,6 +39,7 @@ from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
 from service.agent.offline.asks import asked_figure
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import normalise
+from service.agent.paste.split import split_message
 from service.agent.prompt_files import read_prompt
 from service.agent.summary import summary_lines, text_summary
 from tools.result import Estimate
@@ -132,6 +133,11 @@ class LLMAgent:
         self, question: str, state: ConversationState, language: Language | None = None
     ) -> AsyncIterator[AgentEvent]:
         lang: Language = language or detect_language(question, default=state.language or "en")
+        # a paste is read by real parsers (service/agent/paste), not guessed by the model
+        if split_message(question) is not None:
+            async for event in self._fallback.stream(question, state, lang):
+                yield event
+            return
         run = _Run(question, state, lang)
         handle: ChatModelHandle | None = None
         failure: str | None = None

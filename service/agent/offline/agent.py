@@ -39,6 +39,8 @@ from service.agent.offline.inquiry import Inquiry, read_inquiry
 from service.agent.offline.kb import kb_entry
 from service.agent.offline.language import detect_language
 from service.agent.offline.parser import ParsedQuestion, normalise, parse_question
+from service.agent.paste.answer import paste_events
+from service.agent.paste.split import split_message
 from service.agent.pieces import text_groups
 from service.agent.render import (
     display_texts,
@@ -115,6 +117,10 @@ class OfflineAgent:
         TokenEvent per line; the agent's blocks of lines are always apart (another event between them), so
         the pieces are those `stream`'s line events merge into (service.api.sse_wire.merge_tokens)."""
         lang: Language = language or detect_language(question, default=state.language or "en")
+        pasted = split_message(question)  # a pasted config, command line, error or log (service/agent/paste)
+        if pasted is not None:
+            yield from paste_events(pasted, question, state, lang, self._estimate)
+            return
         parsed = parse_question(question, lang)
         if parsed.intent == "unknown" and state.scenario and read_inquiry(normalise(question)) is not None:
             # "what's the max context then?", "最大batch呢": an inverse question about the job before
