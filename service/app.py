@@ -36,6 +36,7 @@ from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
 from service.store import ConversationStore
+from service.store_health import StoreHealth, StoreWriteGuard
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
         agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
     )
     slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
+    store_health = StoreHealth(store)  # a lost or read-only store: logged, 503 on writes, /readyz 503
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -72,6 +74,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
                 await a.start()
             await store.open()
             await coach_store.open()
+            await store_health.start()
             if slack is not None:
                 await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
@@ -80,6 +83,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             finally:
                 if slack is not None:
                     await slack.stop()
+                await store_health.stop()
                 await coach_store.close()
                 await store.close()
         finally:
@@ -102,9 +106,11 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.runner = runner
     app.state.coach = Coach(coach_store)
     app.state.slack = slack
+    app.state.store_health = store_health
     if slack is not None:
         slack.coach = app.state.coach
 
+    app.add_middleware(StoreWriteGuard, health=store_health)  # innermost: after keys and limits
     install_operating_guards(app, settings, store)  # body checks, API keys, rate limits (before CORS)
     if settings.cors_origins:
         app.add_middleware(

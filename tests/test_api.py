@@ -363,7 +363,11 @@ def test_health_and_readiness(db_path: Path) -> None:
         assert c.get("/readyz").json() == {"status": "ready", "store": "ok"}
         c.portal.call(app.state.store.close)  # the database goes away
         r = c.get("/readyz")
-        assert r.status_code == 503 and r.json() == {"status": "unavailable", "store": "unreachable"}
+        assert r.status_code == 503 and r.json() == {
+            "status": "unavailable",
+            "store": "unreachable",
+            "reason": "the database refused a read (conversation store is not open)",
+        }
 
 
 def test_openapi_documents_every_endpoint(client: TestClient) -> None:
