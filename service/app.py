@@ -61,7 +61,11 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     store = ConversationStore(settings.database_url)
     coach_store = CoachStore(settings.database_url)
     runner = TurnRunner(
-        agent=served, store=store, max_message_chars=settings.max_message_chars, replay_agent=replay
+        agent=served,
+        store=store,
+        max_message_chars=settings.max_message_chars,
+        replay_agent=replay,
+        max_turns=settings.max_turns,
     )
     slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
     store_health = StoreHealth(store)  # a lost or read-only store: logged, 503 on writes, /readyz 503

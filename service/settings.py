@@ -62,6 +62,7 @@ class Settings(BaseSettings):
     request_read_s: float = Field(default=20.0, gt=0, le=3600)
     keep_alive_s: int = Field(default=5, ge=1, le=3600)
     max_connections: int = Field(default=2048, ge=1)
+    max_turns: int = Field(default=500, ge=1)  # questions one conversation keeps; one more: 409
 
     @field_validator("cors_origins", mode="before")
     @classmethod

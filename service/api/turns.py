@@ -64,10 +64,12 @@ class TurnRunner:
         store: ConversationStore,
         max_message_chars: int,
         replay_agent: Agent | None = None,
+        max_turns: int | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.max_message_chars = max_message_chars
+        self.max_turns = max_turns  # questions one conversation keeps (service/conversation_pages.py)
         self.replay_agent = replay_agent or agent
 
     # ---- validation --------------------------------------------------------------------------------
@@ -119,6 +121,10 @@ class TurnRunner:
                 )
             cid = conversation_id
             state = loaded or ConversationState(conversation_id=cid)
+            if loaded is not None and self.max_turns is not None:
+                from service.conversation_pages import check_room  # 409 conversation_full
+
+                await check_room(self.store, cid, self.max_turns)
         return PreparedTurn(
             question=question, state=state, language=language, conversation_id=cid, owner=owner
         )
