@@ -22,7 +22,12 @@ NOT_CONFIGURED = (
 @router.post(
     "/slack/events",
     summary="Slack: Events API, the /vram slash command and interactivity (signed requests only)",
-    responses={401: {"description": "bad or missing Slack signature"}, 404: {"description": NOT_CONFIGURED}},
+    responses={
+        400: {"description": "a signed body of a shape Slack does not send (service/slack/gate.py)"},
+        401: {"description": "bad or missing Slack signature"},
+        404: {"description": NOT_CONFIGURED},
+        409: {"description": "a signed request already answered (a replay)"},
+    },
 )
 async def slack_events(request: Request) -> Response:
     channel = getattr(request.app.state, "slack", None)
