@@ -39,7 +39,7 @@ MIB = 1 << 20
 PROTECTED = ["/v1/gpus", "//v1/gpus", "/v1/gpus/", "/V1/gpus", "/v1//gpus", "/static/../v1/gpus", "/./v1/gpus",
              "/v1/%67pus", "/openapi.json", "/docs", "/v1/conversations/x", "/v1/coach/topics"]  # fmt: skip
 KEY_TRICKS: list[dict[str, str]] = [
-    {}, {"Authorization": "Bearer"}, {"Authorization": "Bearer "}, {"Authorization": f"Basic {ALICE}"},
+    {}, {"Authorization": "Bearer"}, {"Authorization": f"Basic {ALICE}"},
     {"Authorization": f"Bearer {ALICE[:-1]}"}, {"Authorization": f"bearer  {ALICE} x"},
     {"Authorization": "Bearer ,"}, {"X-Api-Key": ALICE},
 ]  # fmt: skip
