@@ -43,7 +43,7 @@ def database_problem(url: str) -> str | None:
     except ArgumentError:
         return f"VRAMWISE_DATABASE_URL: cannot be read as a database URL; {DATABASE_ACCEPTED}"
     backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
-    if (backend, driver) not in (("sqlite", "aiosqlite"), ("postgresql", "asyncpg")):
+    if backend not in ("sqlite", "postgresql"):  # the driver itself is tried by the open below
         return f"VRAMWISE_DATABASE_URL: the driver {backend}+{driver} is not supported; {DATABASE_ACCEPTED}"
     if backend == "sqlite" and parsed.database not in (None, "", ":memory:"):
         problem = _sqlite_file_problem(Path(str(parsed.database)))

@@ -56,12 +56,12 @@ def _malformed(message: str) -> ApiError:
 async def refusal(request: Request, verifier: SignatureVerifier, store: SlackStore) -> Response | None:
     """The answer to a request that must not reach bolt, or None when it may."""
     problem = await _problem(request, verifier, store)
-    if problem is None:
-        return None
-    return Response(status_code=200) if problem.status_code == 200 else error_response(request, problem)
+    return error_response(request, problem) if isinstance(problem, ApiError) else problem
 
 
-async def _problem(request: Request, verifier: SignatureVerifier, store: SlackStore) -> ApiError | None:
+async def _problem(
+    request: Request, verifier: SignatureVerifier, store: SlackStore
+) -> ApiError | Response | None:
     timestamp = request.headers.get("x-slack-request-timestamp", "")
     signature = request.headers.get("x-slack-signature", "")
     if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
@@ -84,7 +84,7 @@ async def _problem(request: Request, verifier: SignatureVerifier, store: SlackSt
     if not first:
         if request.headers.get("x-slack-retry-num"):  # Slack's own retry: acknowledged, nothing runs again
             log.info("a Slack retry of a request already answered (timestamp %s): acknowledged", timestamp)
-            return ApiError(200, "", code="acknowledged")
+            return Response(status_code=200)
         log.warning("a replayed Slack request (timestamp %s, the same signature) was refused", timestamp)
         return ApiError(
             409,
