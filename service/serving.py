@@ -30,23 +30,31 @@ def trusted_proxies(raw: str | None) -> list[str]:
 
 
 class RequestHeadDeadline(H11Protocol):
-    """uvicorn's h11 protocol with one addition: a connection that has not sent a whole request head within
-    `request_read_s` of connecting is closed, with a warning (a client that sends nothing, or a header a
-    byte at a time, holds a socket and its buffer until then; uvicorn's keep-alive timer only starts after
-    a first response)."""
+    """uvicorn's h11 protocol with one addition: a request head must arrive whole within `request_read_s`
+    of the connection opening, or of the response before it ending; else the connection is closed, with a
+    warning. A client that sends nothing, or a header a byte at a time, held a socket and its buffer for as
+    long as it liked: uvicorn's keep-alive timer only runs between requests and stops at the first byte."""
 
     deadline_s: float = 20.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._head_timer = asyncio.get_running_loop().call_later(self.deadline_s, self._head_overdue)
+        self._head_timer = asyncio.get_running_loop().call_later(self.deadline_s, self._head_overdue, None)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._head_timer.cancel()  # the next request's head has its own deadline
+        if not self.transport.is_closing():
+            self._head_timer = asyncio.get_running_loop().call_later(
+                self.deadline_s, self._head_overdue, self.cycle
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_timer.cancel()
         super().connection_lost(exc)
 
-    def _head_overdue(self) -> None:
-        if self.cycle is None and not self.transport.is_closing():  # no request head arrived yet
+    def _head_overdue(self, cycle_then: object) -> None:
+        if self.cycle is cycle_then and not self.transport.is_closing():  # no new request head since
             client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
             log.warning(
                 "closing the connection from %s: no complete request head within %.0f s "

@@ -148,3 +148,33 @@ def test_no_proxy_headers_trusted_from_the_environment_default(tmp_path: Path) -
     with serve(env, tmp_path / "server.log") as (url, _):
         codes = _rotated(url, 6)
     assert codes.count(429) == 3, codes
+
+
+def test_a_slow_second_request_head_is_closed_too(tmp_path: Path) -> None:
+    """After a first request, a client that sends the next head a byte at a time (which stops uvicorn's
+    keep-alive timer) is closed once VRAMWISE_REQUEST_READ_S has passed."""
+    log = tmp_path / "server.log"
+    env = serve_env(tmp_path / "db.sqlite3", VRAMWISE_REQUEST_READ_S="2", VRAMWISE_KEEP_ALIVE_S="30")
+    with serve(env, log) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        sock = socket.create_connection((host, int(port)), timeout=10)
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = sock.recv(4096)
+        started = time.monotonic()
+        closed = False
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: 1234567890":
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.1)
+            if time.monotonic() - started > 8:
+                break
+        sock.settimeout(3)
+        with contextlib.suppress(OSError):
+            closed = closed or sock.recv(10) == b""
+        sock.close()
+    assert first.startswith(b"HTTP/1.1 200")
+    assert closed and time.monotonic() - started < 8
+    assert "no complete request head within 2 s" in log.read_text()
