@@ -31,7 +31,7 @@ from service.store import ConversationStore
 log = logging.getLogger("vramwise.store")
 
 WATCH_INTERVAL_S = 1.0
-READ_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 10.0  # generous: a store busy under load is slow, not lost
 RETRY_AFTER_S = 5
 READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 STORELESS_PATHS = frozenset({"/v1/estimate", "/healthz", "/readyz"})
@@ -43,6 +43,11 @@ def sqlite_path(database_url: str) -> Path | None:
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         return None
     return Path(str(url.database)).resolve()
+
+
+def _in_memory(database_url: str) -> bool:
+    url = make_url(database_url)
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
 class StoreHealth:
@@ -60,7 +65,8 @@ class StoreHealth:
             with contextlib.suppress(OSError):
                 stat = self._path.stat()
                 self._identity = (stat.st_dev, stat.st_ino)
-        self._task = asyncio.create_task(self._watch(), name="store-health")
+        if not _in_memory(self.store.database_url):  # one shared connection: /readyz looks, the watch not
+            self._task = asyncio.create_task(self._watch(), name="store-health")
 
     async def stop(self) -> None:
         if self._task is not None:
