@@ -32,6 +32,7 @@ from service.api.operating import install_operating_guards
 from service.api.turns import TurnRunner
 from service.coach.coach import Coach
 from service.coach.store import CoachStore
+from service.conversation_pages import TurnCap
 from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
@@ -60,12 +61,13 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     lifecycle = [served] if replay is served else [served, replay]
     store = ConversationStore(settings.database_url)
     coach_store = CoachStore(settings.database_url)
+    turn_cap = TurnCap(store, settings.max_turns)  # VRAMWISE_MAX_TURNS (service/conversation_pages.py)
     runner = TurnRunner(
         agent=served,
         store=store,
         max_message_chars=settings.max_message_chars,
         replay_agent=replay,
-        max_turns=settings.max_turns,
+        turn_cap=turn_cap,
     )
     slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
     store_health = StoreHealth(store)  # a lost or read-only store: logged, 503 on writes, /readyz 503
@@ -79,6 +81,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             await store.open()
             await coach_store.open()
             await store_health.start()
+            turn_cap.open()
             if slack is not None:
                 await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
@@ -88,6 +91,7 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
                 if slack is not None:
                     await slack.stop()
                 await store_health.stop()
+                turn_cap.close()
                 await coach_store.close()
                 await store.close()
         finally:

@@ -9,7 +9,11 @@ page). A conversation takes at most `VRAMWISE_MAX_TURNS` questions (default 500)
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 
 from service.api.errors import ApiError
 from service.db_models import ConversationRow, TurnRow
@@ -27,6 +31,7 @@ from service.store import (
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 500
+_COUNT = "SELECT count(*) FROM turns WHERE conversation_id = ?"  # ix_turns_conversation_id: a range count
 CURSOR_ACCEPTED = "the next_cursor of the page before (digits), or none for the first page"
 
 
@@ -101,15 +106,51 @@ async def turn_count_on(conn, conversation_id: str) -> int:  # type: ignore[no-u
     return int(count or 0)
 
 
-async def check_room(store: ConversationStore, conversation_id: str, max_turns: int) -> None:
-    """409 when the conversation already holds `max_turns` turns (VRAMWISE_MAX_TURNS)."""
-    async with store.engine.connect() as conn:
-        count = await turn_count_on(conn, conversation_id)
-    if count >= max_turns:
-        raise ApiError(
-            409,
-            f"this conversation already holds {count} questions, the most one keeps (VRAMWISE_MAX_TURNS)",
-            field="conversation_id",
-            accepted="a new conversation: omit conversation_id (restate the job: it does not carry over)",
-            code="conversation_full",
-        )
+class TurnCap:
+    """At most `max_turns` questions per conversation (VRAMWISE_MAX_TURNS). For a plain SQLite file the
+    count is read with stdlib sqlite3 on the loop through one read-only connection kept open (an index
+    range count: microseconds, where a round trip through aiosqlite's thread cost ~0.7 ms of the serving
+    process per follow-up in benchmarks/load_chat.py, and a new connection per count ~1 ms); other
+    databases, or SQLite refusing (a lock during WAL recovery), go through the store's engine."""
+
+    def __init__(self, store: ConversationStore, max_turns: int) -> None:
+        self.store = store
+        self.max_turns = max_turns
+        self._conn: sqlite3.Connection | None = None
+
+    def open(self) -> None:
+        url = make_url(self.store.database_url)
+        if url.get_backend_name() != "sqlite" or url.query or url.database in (None, "", ":memory:"):
+            return
+        if str(url.database).startswith("file:"):
+            return
+        # read-only URI: a missing file is an error, never created; check_same_thread=False: close() may
+        # run on another thread (a test's loop shutting down)
+        uri = f"{Path(str(url.database)).resolve().as_uri()}?mode=ro"
+        self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout=0")  # never wait for a lock on the serving loop
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = None
+
+    async def check_room(self, conversation_id: str) -> None:
+        """409 when the conversation already holds `max_turns` turns."""
+        count = None
+        if self._conn is not None:
+            try:
+                count = int(self._conn.execute(_COUNT, (conversation_id,)).fetchone()[0])
+            except sqlite3.Error:
+                count = None
+        if count is None:
+            async with self.store.engine.connect() as conn:
+                count = await turn_count_on(conn, conversation_id)
+        if count >= self.max_turns:
+            raise ApiError(
+                409,
+                f"this conversation already holds {count} questions, the most one keeps (VRAMWISE_MAX_TURNS)",
+                field="conversation_id",
+                accepted="a new conversation: omit conversation_id (restate the job: it does not carry over)",
+                code="conversation_full",
+            )
