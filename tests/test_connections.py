@@ -134,6 +134,11 @@ def test_a_body_sent_too_slowly_gets_408(tmp_path: Path) -> None:
         started = time.monotonic()
         answer = sock.recv(4096)
         waited = time.monotonic() - started
+        while not answer.endswith(b"}") and time.monotonic() - started < 10:  # the body may come apart
+            more = sock.recv(4096)
+            if not more:
+                break
+            answer += more
         sock.close()
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b'"accepted":"a whole body within 1 s (VRAMWISE_REQUEST_READ_S)"' in answer
