@@ -121,3 +121,25 @@ def test_the_same_command_signed_again_is_a_new_request(slack_serve: tuple[FakeS
     for n in range(2):
         body = command_form("help", fake.response_url(f"again-{n}"))
         assert _signed_post(url, body, FORM).status_code == 200
+
+
+def test_two_replicas_answer_a_request_once(tmp_path: Path) -> None:
+    """The replay record is in the database: a request answered by one replica is refused by another."""
+    from service.app import create_app
+    from tests.service_support import live_server, offline_settings
+
+    fake = FakeSlack()
+    with fake.running():
+        settings = offline_settings(
+            tmp_path / "shared.sqlite3",
+            agent_processes=0,
+            slack_bot_token=BOT_TOKEN,
+            slack_signing_secret=SIGNING_SECRET,
+            slack_api_url=fake.api_url,
+        )
+        with live_server(create_app(settings)) as first, live_server(create_app(settings)) as second:
+            body = command_form("help", fake.response_url("replicas"))
+            headers = {"Content-Type": FORM, **signed_headers(body)}
+            codes = [httpx.post(f"{base}/slack/events", content=body, headers=headers, timeout=30).status_code
+                     for base in (first, second, first)]  # fmt: skip
+    assert codes == [200, 409, 409]
