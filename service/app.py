@@ -35,11 +35,13 @@ from service.coach.coach import Coach
 from service.coach.interview.session import Interviewer
 from service.coach.interview.store import InterviewStore
 from service.coach.store import CoachStore
+from service.conversation_pages import TurnCap
 from service.observability import Observability
 from service.settings import Settings
 from service.slack import SlackChannel
 from service.slack import router as slack_router
 from service.store import ConversationStore
+from service.store_health import StoreHealth, StoreWriteGuard
 
 if TYPE_CHECKING:  # langchain is imported only when an LLM is configured
     from service.coach.interview.judge import ConceptJudge
@@ -68,14 +70,17 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     store = ConversationStore(settings.database_url)
     coach_store = CoachStore(settings.database_url)
     interview_store = InterviewStore(settings.database_url)
+    turn_cap = TurnCap(store, settings.max_turns)  # VRAMWISE_MAX_TURNS (service/conversation_pages.py)
     runner = TurnRunner(
         agent=served,
         store=store,
         max_message_chars=settings.max_message_chars,
         replay_agent=replay,
         observer=observability.answers,
+        turn_cap=turn_cap,
     )
     slack = SlackChannel.from_settings(settings, runner)  # None unless both Slack settings are set
+    store_health = StoreHealth(store)  # a lost or read-only store: logged, 503 on writes, /readyz 503
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -86,6 +91,8 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
             await store.open()
             await coach_store.open()
             await interview_store.open()
+            await store_health.start()
+            turn_cap.open()
             if slack is not None:
                 await slack.start()
             log.info("vramwise ready: agent=%s", served.name)
@@ -95,6 +102,8 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
                 if slack is not None:
                     await slack.stop()
                 await interview_store.close()
+                await store_health.stop()
+                turn_cap.close()
                 await coach_store.close()
                 await store.close()
         finally:
@@ -119,10 +128,12 @@ def create_app(settings: Settings | None = None, *, agent: Agent | None = None) 
     app.state.coach = Coach(coach_store)
     app.state.interviewer = Interviewer(interview_store, judge=_concept_judge(settings))
     app.state.slack = slack
+    app.state.store_health = store_health
     if slack is not None:
         slack.coach = app.state.coach
         slack.interviewer = app.state.interviewer
 
+    app.add_middleware(StoreWriteGuard, health=store_health)  # innermost: after keys and limits
     install_operating_guards(app, settings, store)  # body checks, API keys, rate limits (before CORS)
     if settings.cors_origins:
         app.add_middleware(

@@ -8,23 +8,29 @@ count per stored dtype, the same sum the Hub's model page shows) and `quantizati
 Settings are read from the environment at each call, as `huggingface_hub` names them:
 - `HF_ENDPOINT` (a mirror, e.g. https://hf-mirror.com, how many users in China reach the Hub),
 - `HF_TOKEN` (gated and private repos), `HF_HOME` / `HF_HUB_CACHE` (the disk cache),
-- `HF_HUB_OFFLINE=1` (cache only), `VRAMWISE_HUB_TIMEOUT_S` (the whole look-up's time bound, default 10 s).
+- `HF_HUB_OFFLINE=1` (cache only), `VRAMWISE_HUB_TIMEOUT_S` (the whole look-up's time bound, default 10 s),
+- `VRAMWISE_HUB_CACHE_TTL_S`, `VRAMWISE_HUB_MAX_LOOKUPS`: resolved repos kept, look-ups at once
+  (service/hub_cache.py).
 A look-up that cannot reach the Hub falls back to the disk cache, then to the catalog, then raises a
-ScenarioError naming the setting to change.
+ScenarioError naming the setting to change (never a path of the server: its messages reach the user).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-import sys
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from service.agent.assumption_text import with_english_text  # the JSON keeps each reason in English
+from service.hub_cache import DEFAULT_MAX_LOOKUPS, DEFAULT_TTL_S, RESOLVED, Resolved
+from service.hub_repo_id import looks_like_repo_id, repo_id_problem
+from service.spans import traced
 from tools.errors import ScenarioError
 from tools.estimator import add_plan, estimate
 from tools.model.architecture import Architecture
@@ -37,7 +43,6 @@ HUB_ACCEPTED = "a catalog model, or a Hugging Face repo id (org/name) the Hub se
 # a repo name that says it is a quantised copy: its quantization_config is worth a look-up even when the
 # catalog knows the base model
 _QUANT_TAG = re.compile(r"gptq|awq|fp8|int4|int8|bnb|4bit|8bit|nf4", re.IGNORECASE)
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # safetensors dtype -> bytes per element (safetensors format spec)
 _ST_BYTES = {"F64": 8, "I64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2}
 _ST_DTYPE = {"F32": "fp32", "F16": "fp16", "BF16": "bf16", "F8_E4M3": "fp8", "F8_E5M2": "fp8"}
@@ -52,6 +57,8 @@ class HubSettings:
     cache_dir: Path
     offline: bool
     timeout_s: float
+    cache_ttl_s: float = DEFAULT_TTL_S
+    max_lookups: int = DEFAULT_MAX_LOOKUPS
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> HubSettings:
@@ -63,17 +70,24 @@ class HubSettings:
             "true",
             "yes",
         )
-        try:
-            timeout = float(env.get("VRAMWISE_HUB_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
-        except ValueError:
-            timeout = DEFAULT_TIMEOUT_S
+        timeout = _number(env, "VRAMWISE_HUB_TIMEOUT_S", DEFAULT_TIMEOUT_S)
         return cls(
             endpoint=(env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
             token=env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or None,
             cache_dir=cache,
             offline=offline,
             timeout_s=max(0.1, timeout),
+            cache_ttl_s=max(0.0, _number(env, "VRAMWISE_HUB_CACHE_TTL_S", DEFAULT_TTL_S)),
+            max_lookups=max(1, int(_number(env, "VRAMWISE_HUB_MAX_LOOKUPS", DEFAULT_MAX_LOOKUPS))),
         )
+
+
+def _number(env: dict[str, str], name: str, default: float) -> float:
+    try:
+        value = float(env.get(name) or default)
+    except ValueError:
+        return default
+    return value if math.isfinite(value) else default
 
 
 @dataclass(frozen=True)
@@ -129,10 +143,6 @@ class HubModel:
             "dtype": self.stored_dtype,
             "quant": quant,
         }
-
-
-def looks_like_repo_id(name: str | None) -> bool:
-    return bool(name and _REPO_ID.match(name.strip()))
 
 
 def _hub_error(message: str, *, code: str, values: dict[str, Any]) -> ScenarioError:
@@ -247,8 +257,6 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
         RepositoryNotFoundError,
     )
 
-    from tools.catalog.hf_config import architecture_from_hf_config
-
     offline = s.offline
     try:
         config_path = _download(repo_id, "config.json", s, offline=offline)
@@ -267,7 +275,7 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
     except (LocalEntryNotFoundError, _Unreachable):
         setting = "HF_HUB_OFFLINE is set" if offline else f"{s.endpoint} (HF_ENDPOINT) could not be reached"
         raise _hub_error(
-            f"'{repo_id}' is not in the catalog, {setting} and its config.json is not in the cache ({s.cache_dir})",
+            f"'{repo_id}' is not in the catalog, {setting} and its config.json is not in the Hub cache (HF_HOME)",
             code="hub_unreachable",
             values={"repo": repo_id, "endpoint": s.endpoint, "offline": offline},
         ) from None
@@ -280,25 +288,17 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
     revision = _revision_of(config_path)
     try:
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else type(err).__name__
         raise ScenarioError(
-            "architecture", f"{repo_id}/config.json is not valid JSON ({err})", accepted=HUB_ACCEPTED
+            "architecture", f"{repo_id}/config.json is not valid JSON ({reason})", accepted=HUB_ACCEPTED
         ) from None
     if not isinstance(config, dict):
         raise ScenarioError(
             "architecture", f"{repo_id}/config.json is not a JSON object", accepted=HUB_ACCEPTED
         )
-    # multimodal configs keep the language model under text_config (Qwen2-VL's are flat)
-    arch_config = config
-    if (
-        "hidden_size" not in config
-        and isinstance(config.get("text_config"), dict)
-        and config.get("model_type") != "gemma3"
-    ):
-        arch_config = {**config["text_config"]}
-    architecture = architecture_from_hf_config(arch_config)
+    _architecture(repo_id, config)  # a config that cannot be read is refused before its counts are fetched
     counts: dict[str, int] = {}
-    from_cache = offline
     try:
         counts = _safetensors_counts(repo_id, s, revision, offline=offline)
     except (
@@ -315,12 +315,42 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
             counts = {}
         else:
             raise
-    quant = config.get("quantization_config")
+    return _model(repo_id, Resolved(revision, config, counts, time.time()), from_cache=offline)
+
+
+def _architecture(repo_id: str, config: dict[str, Any]) -> Architecture:
+    """config.json's architecture; a config that cannot be read (a 50,000-deep nesting, a list where a
+    number belongs) is a ScenarioError, never a 500."""
+    from tools.catalog.hf_config import architecture_from_hf_config
+
+    # multimodal configs keep the language model under text_config (Qwen2-VL's are flat)
+    arch_config = config
+    if (
+        "hidden_size" not in config
+        and isinstance(config.get("text_config"), dict)
+        and config.get("model_type") != "gemma3"
+    ):
+        arch_config = {**config["text_config"]}
+    try:
+        return architecture_from_hf_config(arch_config)
+    except ScenarioError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, RecursionError) as err:
+        raise ScenarioError(
+            "architecture",
+            f"{repo_id}/config.json cannot be read as a model's architecture ({type(err).__name__})",
+            accepted=HUB_ACCEPTED,
+        ) from None
+
+
+def _model(repo_id: str, resolved: Resolved, *, from_cache: bool) -> HubModel:
+    quant = resolved.config.get("quantization_config")
+    counts = resolved.params_by_dtype
     return HubModel(
         repo_id=repo_id,
-        revision=revision,
-        config=config,
-        architecture=architecture,
+        revision=resolved.revision,
+        config=resolved.config,
+        architecture=_architecture(repo_id, resolved.config),
         safetensors_params=sum(counts.values()) or None,
         params_by_dtype=counts,
         quantization=quant if isinstance(quant, dict) else None,
@@ -328,52 +358,87 @@ def _fetch(repo_id: str, s: HubSettings) -> HubModel:
     )
 
 
-def _traced(name: str, **attributes: Any) -> AbstractContextManager[Any]:
-    """A span named `name` when this process traces: OpenTelemetry is loaded in the service (FastAPI imports
-    it; its worker processes inherit it) and the service installs a tracer provider when
-    OTEL_EXPORTER_OTLP_ENDPOINT is set (service/observability/tracing.py). The command line never imports it
-    (~80 ms of start-up): nothing then."""
-    otel_trace = sys.modules.get("opentelemetry.trace")
-    if otel_trace is None:
-        return nullcontext()
-    return otel_trace.get_tracer("vramwise").start_as_current_span(name, attributes=attributes or None)
-
-
 def fetch_hub_model(repo_id: str, settings: HubSettings | None = None) -> HubModel:
-    """The repo's architecture and counts, within `settings.timeout_s`; ScenarioError naming the setting otherwise."""
+    """The repo's architecture and counts: kept from an earlier look-up within the TTL, else from the Hub
+    within `settings.timeout_s` and one of `settings.max_lookups` slots (service/hub_cache.py);
+    ScenarioError naming the setting otherwise. A span `hub` where the process traces."""
     s = settings or HubSettings.from_env()
-    with _traced("hub", **{"hub.repo": repo_id, "hub.endpoint": s.endpoint}):
-        return _fetch_within_time(repo_id, s)
+    with traced("hub", **{"hub.repo": repo_id, "hub.endpoint": s.endpoint}):
+        return _fetch_within_time(repo_id.strip(), s)
 
 
 def _fetch_within_time(repo_id: str, s: HubSettings) -> HubModel:
-    # imported here, not at module level: every estimate passes through this module (estimate_any_model)
-    # and only a Hub look-up needs the thread pool (concurrent.futures also loads logging)
-    from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures import TimeoutError as FutureTimeout
+    if not s.offline:
+        kept = RESOLVED.get(s.endpoint, s.cache_dir, repo_id, s.cache_ttl_s)
+        if kept is not None:
+            return _model(repo_id, kept, from_cache=False)
+    slots = RESOLVED.slot(s.max_lookups)
+    if slots is None:
+        return _cached_or(
+            repo_id,
+            s,
+            _hub_error(
+                f"{s.max_lookups} Hub look-ups are already in progress (VRAMWISE_HUB_MAX_LOOKUPS); "
+                f"try '{repo_id}' again in a few seconds",
+                code="hub_busy",
+                values={"repo": repo_id, "max_lookups": s.max_lookups},
+            ),
+        )
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub")
-    try:
-        future = pool.submit(_fetch, repo_id.strip(), s)
+    def look_up() -> None:
         try:
-            return future.result(timeout=s.timeout_s)
-        except FutureTimeout:
-            if not s.offline:
-                # a slow Hub: what the disk cache holds answers, else a clear error
-                try:
-                    return _fetch(
-                        repo_id.strip(), HubSettings(s.endpoint, s.token, s.cache_dir, True, s.timeout_s)
-                    )
-                except ScenarioError:
-                    pass
-            raise _hub_error(
+            outcome["model"] = _fetch(repo_id, s)
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+        finally:
+            slots.release()  # only now: a Hub that never answers holds at most max_lookups threads
+            done.set()
+
+    threading.Thread(target=look_up, name=f"hub-{repo_id}"[:60], daemon=True).start()
+    if not done.wait(s.timeout_s):
+        return _cached_or(
+            repo_id,
+            s,
+            _hub_error(
                 f"{s.endpoint} (HF_ENDPOINT) did not answer for '{repo_id}' within {s.timeout_s:g} s "
                 "(VRAMWISE_HUB_TIMEOUT_S); set HF_ENDPOINT to a reachable mirror or HF_HUB_OFFLINE=1 to use the cache",
                 code="hub_timeout",
                 values={"repo": repo_id, "endpoint": s.endpoint, "timeout_s": s.timeout_s},
-            ) from None
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+            ),
+        )
+    if "error" in outcome:
+        raise _readable(outcome["error"], repo_id, s)
+    model: HubModel = outcome["model"]
+    if not model.from_cache:
+        resolved = Resolved(model.revision, model.config, model.params_by_dtype, time.time())
+        RESOLVED.put(s.endpoint, s.cache_dir, repo_id, resolved)
+    return model
+
+
+def _cached_or(repo_id: str, s: HubSettings, error: ScenarioError) -> HubModel:
+    """What the Hub's disk cache holds for `repo_id` (no request sent), else `error`."""
+    if not s.offline:
+        try:
+            return _fetch(repo_id, replace(s, offline=True))
+        except ScenarioError:
+            pass
+    raise error
+
+
+def _readable(error: BaseException, repo_id: str, s: HubSettings) -> BaseException:
+    """A look-up's failure as the user may see it: ScenarioErrors as they are; the Hub client's own errors
+    (an answer it could not read) as a ScenarioError naming the endpoint; anything else unchanged."""
+    if isinstance(error, ScenarioError) or not type(error).__module__.startswith(
+        ("huggingface_hub", "httpx", "httpcore", "requests", "urllib3")
+    ):
+        return error
+    return _hub_error(
+        f"{s.endpoint} (HF_ENDPOINT) answered for '{repo_id}' in a way that cannot be read ({type(error).__name__})",
+        code="hub_unreadable",
+        values={"repo": repo_id, "endpoint": s.endpoint},
+    )
 
 
 def resolve_hub_scenario(
@@ -387,6 +452,9 @@ def resolve_hub_scenario(
 
     name = (scenario.model or "").strip()
     if scenario.architecture is not None or not looks_like_repo_id(name):
+        problem = None if scenario.architecture is not None else repo_id_problem(name)
+        if problem is not None and lookup_model(name) is None:
+            raise problem
         return scenario, None
     in_catalog = lookup_model(name) is not None
     if in_catalog and not _QUANT_TAG.search(name):
@@ -411,12 +479,12 @@ def resolve_hub_scenario(
 
 def estimate_any_model(scenario: Scenario, plan: bool = True) -> Estimate:
     """`tools.estimator.estimate`, after a Hub look-up for `org/name` models the catalog lacks; the estimator
-    and the planner are a span each where the process traces (`_traced`)."""
+    and the planner are a span each where the process traces (`traced`)."""
     resolved, assumption = resolve_hub_scenario(scenario)
-    with _traced("estimator"):
+    with traced("estimator"):
         est = estimate(resolved, plan=plan, run_planner=False)
     if plan:
-        with _traced("planner"):
+        with traced("planner"):
             est = add_plan(est)
     if assumption is not None:
         est = est.model_copy(update={"assumptions": [assumption, *est.assumptions]})

@@ -7,10 +7,11 @@ Everything else uses the VRAMWISE_ prefix.
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -43,7 +44,8 @@ class Settings(BaseSettings):
     # offline agent worker processes (CPU-bound work off the serving loop); None = one per CPU core,
     # 0 = answer on a background thread of the serving process instead
     agent_processes: int | None = Field(default=None, ge=0, le=64)
-    cors_origins: list[str] = Field(default_factory=list)  # CORS stays off unless origins are listed
+    # CORS stays off unless origins are listed: a JSON list or comma-separated
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # Operating a shared instance (service/api/operating.py): comma-separated API keys (Bearer; unset =
     # open), a rate limit per key or client address ("60/minute"), concurrent chat requests per client
     # (unset = no cap), the largest request body accepted (413 beyond it).
@@ -51,6 +53,41 @@ class Settings(BaseSettings):
     rate_limit: str | None = None
     max_streams_per_client: int | None = Field(default=None, ge=1)
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    # Connections (service/serving.py, uvicorn's own settings): reverse proxies whose X-Forwarded-For and
+    # X-Forwarded-Proto are believed (comma-separated addresses or networks, "*" = any; unset = none), the
+    # largest request head, the time a client has to send its request head and body, idle keep-alive,
+    # and open connections at once (503 and a warning beyond it).
+    trusted_proxies: str | None = None
+    max_header_bytes: int = Field(default=64 << 10, ge=1024, le=16 << 20)
+    request_read_s: float = Field(default=20.0, gt=0, le=3600)
+    keep_alive_s: int = Field(default=5, ge=1, le=3600)
+    max_connections: int = Field(default=2048, ge=1)
+    max_turns: int = Field(default=500, ge=1)  # questions one conversation keeps; one more: 409
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins_listed(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        accepted = 'accepted: a JSON list (["https://a.example"]) or comma-separated origins'
+        if value.strip().startswith("["):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON list ({exc.msg}); {accepted}") from None
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"not a list of strings; {accepted}")
+            return value
+        return [origin.strip() for origin in value.split(",") if origin.strip()]
+
+    @field_validator("api_keys")
+    @classmethod
+    def _some_key_if_set(cls, value: str | None) -> str | None:
+        if value is not None and value and not any(k.strip() for k in value.split(",")):
+            raise ValueError(
+                "holds no key (only commas or spaces); accepted: comma-separated keys, or unset for an open service"
+            )
+        return value
 
     @field_validator("rate_limit")
     @classmethod

@@ -300,14 +300,14 @@ def test_unknown_route_and_method(client: TestClient) -> None:
     assert r.status_code == 405 and r.json()["error"] == "method GET is not allowed on /v1/chat (see /docs)"
 
 
-def test_unexpected_exception_is_a_clean_500(db_path: Path) -> None:
+def test_unexpected_exception_is_a_clean_500(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app(offline_settings(db_path))
     with TestClient(app, raise_server_exceptions=False) as c:
 
-        async def broken(conversation_id: str) -> None:
+        async def broken(*args: object) -> None:
             raise RuntimeError("secret internal detail")
 
-        app.state.store.get = broken
+        monkeypatch.setattr("service.api.chat.conversation_page", broken)  # the read of GET /v1/conversations
         r = c.get("/v1/conversations/abc")
     assert r.status_code == 500
     assert (
@@ -363,7 +363,11 @@ def test_health_and_readiness(db_path: Path) -> None:
         assert c.get("/readyz").json() == {"status": "ready", "store": "ok"}
         c.portal.call(app.state.store.close)  # the database goes away
         r = c.get("/readyz")
-        assert r.status_code == 503 and r.json() == {"status": "unavailable", "store": "unreachable"}
+        assert r.status_code == 503 and r.json() == {
+            "status": "unavailable",
+            "store": "unreachable",
+            "reason": "the database refused a read (conversation store is not open)",
+        }
 
 
 def test_openapi_documents_every_endpoint(client: TestClient) -> None:

@@ -1,5 +1,7 @@
 """Optional API keys (`VRAMWISE_API_KEYS`, comma-separated): `Authorization: Bearer <key>` on every route
-but the probes and Slack (which signs its own requests); unset, the service is open, as before.
+but the probes, Slack (which signs its own requests) and the web page with its static files (the page asks
+the person for a key and keeps it in the tab's sessionStorage: service/web/auth.js); unset, the service is
+open, as before.
 
 The key itself is never stored: a request's `owner` is the SHA-256 digest of its key, kept on the request
 (`request.state.owner`) and on every conversation it creates, so another key gets 404 for it
@@ -17,7 +19,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.errors import ApiError, error_response
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/slack/events"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/slack/events", "/"})  # "/": the page (it asks for a key)
+OPEN_PREFIXES = ("/static/",)  # the page's own files: no data in them
 
 
 def owner_of(key: str) -> str:
@@ -41,7 +44,7 @@ class ApiKeyMiddleware:
         self._digests = [owner_of(k).encode() for k in keys]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         owner = self._match(_bearer(scope))

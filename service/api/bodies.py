@@ -1,6 +1,8 @@
 """Request bodies checked once, before any route parses them: size, media type, and JSON that is valid
 text. Each refusal is a 4xx in the route's error shape that says what was wrong and what is accepted:
 
+- not all sent within `VRAMWISE_REQUEST_READ_S` (default 20 s) of the request's start: 408 and a warning
+  (a client sending a byte now and then held its connection and buffer for as long as it liked);
 - larger than `VRAMWISE_MAX_BODY_BYTES` (default 1 MiB): 413, from the `Content-Length` header when it is
   sent, else as soon as the chunks read pass the limit (nothing larger is ever held);
 - a body whose `Content-Type` is not JSON: 415 (`/slack/events` takes Slack's form posts and is exempt);
@@ -13,7 +15,9 @@ The body is then handed to the route unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 from typing import Any
 
@@ -22,15 +26,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.errors import ApiError, error_response, malformed
 
+log = logging.getLogger("vramwise.connections")
+
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+DEFAULT_READ_S = 20.0
 SHALLOW_BRACKETS = 100  # a body with at most this many `[` and `{` nests far below the recursion limit
 RAW_BODY_PATHS = frozenset({"/slack/events"})  # form-encoded Slack posts, verified by their signature
 
 
 class BodyGuardMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY_BYTES, read_s: float = DEFAULT_READ_S
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_s = read_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -41,27 +51,56 @@ class BodyGuardMiddleware:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send, self._too_large())
             return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._refuse(scope, receive, send, self._too_large())
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        try:
+            async with asyncio.timeout(self.read_s):
+                body = await self._read(receive)
+        except TimeoutError:
+            client = scope.get("client") or ("a client", 0)
+            log.warning(
+                "request body from %s not sent within %.0f s (VRAMWISE_REQUEST_READ_S): 408",
+                client[0],
+                self.read_s,
+            )
+            await self._refuse(scope, receive, send, self._too_slow())
+            return
+        if body is None:  # the client left
+            return
+        if len(body) > self.max_bytes:
+            await self._refuse(scope, receive, send, self._too_large())
+            return
         if scope["path"] not in RAW_BODY_PATHS:
             problem = check_json_body(body, headers.get(b"content-type"))
             if problem is not None:
                 await self._refuse(scope, receive, send, problem)
                 return
         await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The whole body, or None when the client disconnected; a body just past the limit is returned
+        as soon as it is (nothing larger is ever held)."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > self.max_bytes:
+                break
+            more = message.get("more_body", False)
+        return b"".join(chunks)
+
+    def _too_slow(self) -> ApiError:
+        return ApiError(
+            408,
+            f"the request body was not sent within {self.read_s:.0f} seconds",
+            field="body",
+            accepted=f"a whole body within {self.read_s:.0f} s (VRAMWISE_REQUEST_READ_S)",
+            code="request_timeout",
+        )
 
     def _too_large(self) -> ApiError:
         return ApiError(

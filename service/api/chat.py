@@ -10,8 +10,9 @@ plus `display` when it has an estimate) or `error` {error, message, field, accep
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
@@ -29,10 +30,20 @@ from service.api.schemas import ERROR_RESPONSES, ChatRequest, json_error_respons
 from service.api.sse_wire import event_bytes, turn_frames
 from service.api.streaming import EventStream, LastChunk, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
-from service.store import StoredConversation
+from service.conversation_pages import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    ConversationPage,
+    conversation_page,
+    parse_cursor,
+)
 from tools.errors import quote
 from tools.result import Estimate
 from tools.scenario import Scenario
+
+CONVERSATION_ACCEPTED = (
+    "a conversation_id from a chat answer of this service (and of this API key when keys are on)"
+)
 
 router = APIRouter(tags=["chat"])
 
@@ -110,14 +121,25 @@ async def estimate_display(body: DisplayRequest) -> DisplayResponse:
 
 @router.get(
     "/v1/conversations/{conversation_id}",
-    summary="A stored conversation: its turns and last scenario",
-    response_model=StoredConversation,
-    responses={404: ERROR_RESPONSES[404]},
+    summary="A stored conversation: its last scenario and a page of its turns (oldest first)",
+    response_model=ConversationPage,
+    responses={404: ERROR_RESPONSES[404], 422: ERROR_RESPONSES[422]},
 )
-async def get_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> StoredConversation:
-    stored = await store.get(conversation_id, owner)
+async def get_conversation(
+    conversation_id: str,
+    store: StoreDep,
+    owner: OwnerDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="turns in this page")] = DEFAULT_PAGE,
+    cursor: Annotated[str | None, Query(description="the next_cursor of the page before")] = None,
+) -> ConversationPage:
+    stored = await conversation_page(store, conversation_id, owner, limit, parse_cursor(cursor))
     if stored is None:
-        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")
+        raise ApiError(
+            404,
+            f"unknown conversation_id '{quote(conversation_id)}'",
+            field="conversation_id",
+            accepted=CONVERSATION_ACCEPTED,
+        )
     return stored
 
 
@@ -129,4 +151,9 @@ async def get_conversation(conversation_id: str, store: StoreDep, owner: OwnerDe
 )
 async def delete_conversation(conversation_id: str, store: StoreDep, owner: OwnerDep) -> None:
     if not await store.delete(conversation_id, owner):
-        raise ApiError(404, f"unknown conversation_id '{quote(conversation_id)}'", field="conversation_id")
+        raise ApiError(
+            404,
+            f"unknown conversation_id '{quote(conversation_id)}'",
+            field="conversation_id",
+            accepted=CONVERSATION_ACCEPTED,
+        )

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.api.auth import OwnerDep
 from service.api.errors import ApiError
 from service.api.schemas import ERROR_RESPONSES
 from service.coach.coach import AnswerOut, Coach, CoachError, QuestionOut, SessionOut, Topic, answer_language
@@ -58,9 +59,9 @@ async def coach_topics(language: Annotated[Literal["en", "zh"], Query()] = "en")
     response_model=QuestionOut,
     responses={code: ERROR_RESPONSES[code] for code in (400, 404, 413, 415, 422)},
 )
-async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
+async def coach_question(body: QuestionRequest, coach: CoachDep, owner: OwnerDep) -> QuestionOut:
     try:
-        return await coach.ask(body.language, body.topic, body.difficulty, body.session_id)
+        return await coach.ask(body.language, body.topic, body.difficulty, body.session_id, owner=owner)
     except CoachError as err:
         raise _api_error(err) from None
 
@@ -71,9 +72,9 @@ async def coach_question(body: QuestionRequest, coach: CoachDep) -> QuestionOut:
     response_model=AnswerOut,
     responses={code: ERROR_RESPONSES[code] for code in (400, 404, 413, 415, 422)},
 )
-async def coach_answer(body: AnswerRequest, coach: CoachDep, request: Request) -> AnswerOut:
+async def coach_answer(body: AnswerRequest, coach: CoachDep, owner: OwnerDep, request: Request) -> AnswerOut:
     try:
-        graded = await coach.answer(body.session_id, body.question_id, body.answer)
+        graded = await coach.answer(body.session_id, body.question_id, body.answer, owner=owner)
     except CoachError as err:
         raise _api_error(err) from None
     observability = getattr(request.app.state, "observability", None)
@@ -88,8 +89,8 @@ async def coach_answer(body: AnswerRequest, coach: CoachDep, request: Request) -
     response_model=SessionOut,
     responses={404: ERROR_RESPONSES[404]},
 )
-async def coach_session(session_id: str, coach: CoachDep) -> SessionOut:
+async def coach_session(session_id: str, coach: CoachDep, owner: OwnerDep) -> SessionOut:
     try:
-        return await coach.session(session_id)
+        return await coach.session(session_id, owner=owner)
     except CoachError as err:
         raise _api_error(err) from None

@@ -65,10 +65,13 @@ def error_response(request: Request, err: ApiError) -> JSONResponse:
             }
         }
     else:
+        accepted = err.accepted
+        if accepted is None and 400 <= err.status_code < 500:  # every 4xx says what is accepted
+            accepted = DEFAULT_ACCEPTED.get(err.status_code, DEFAULT_ACCEPTED[400])
         body = {
             "error": err.message,
             "field": err.field,
-            "accepted": err.accepted,
+            "accepted": accepted,
             "suggestions": err.suggestions,
         }
     return JSONResponse(body, status_code=err.status_code)
@@ -113,8 +116,7 @@ def validation_error(exc: RequestValidationError) -> ApiError:
     if len(errors) > 5:
         problems.append(f"and {len(errors) - 5} more")
     first = errors[0]
-    ctx = first.get("ctx") or {}
-    accepted = str(ctx["expected"]) if "expected" in ctx else None
+    accepted = accepted_by(first)
     return ApiError(
         422,
         "; ".join(problems),
@@ -122,6 +124,55 @@ def validation_error(exc: RequestValidationError) -> ApiError:
         accepted=accepted,
         code="invalid_request",
     )
+
+
+_BOUNDS = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
+_TYPES = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "dict": "a JSON object",
+    "list": "a JSON array",
+    "missing": "this field (it is required)",
+    "extra_forbidden": "only the fields documented at /docs (this one is not one of them)",
+    "enum": "one of the documented values (see /docs)",
+    "literal_error": "one of the documented values (see /docs)",
+}
+
+
+def accepted_by(error: Any) -> str:
+    """What a field accepts, from one of pydantic's validation errors: its bounds, its expected values or
+    its type; at worst the schema at /docs (every 4xx says what is accepted)."""
+    ctx = error.get("ctx") or {}
+    if "expected" in ctx:
+        return str(ctx["expected"])
+    bounds = [text.format(ctx[key]) for key, text in _BOUNDS.items() if key in ctx]
+    if "max_length" in ctx or "min_length" in ctx:
+        lengths = (ctx.get("min_length"), ctx.get("max_length"))
+        bounds.append(f"a length of {lengths[0] or 0} to {lengths[1] if lengths[1] is not None else 'any'}")
+    if "pattern" in ctx:
+        bounds.append(f"text matching {ctx['pattern']}")
+    if bounds:
+        return " and ".join(bounds)
+    kind = str(error.get("type", ""))
+    for prefix, text in _TYPES.items():
+        if kind == prefix or kind.startswith(prefix + "_"):
+            return text
+    return f"{_loc_to_field(error.get('loc', ()))} as documented at /docs"
+
+
+DEFAULT_ACCEPTED = {
+    400: "a request as documented at /docs",
+    401: "Authorization: Bearer <an API key of this service>",
+    404: "an endpoint listed at /docs, and ids this service handed out",
+    405: "the methods listed at /docs for this path",
+    409: "a request that does not repeat one already done",
+    413: "a smaller request body",
+    415: "Content-Type: application/json",
+    422: "a request as documented at /docs",
+    429: "fewer requests: wait for Retry-After",
+}
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,4 +1,5 @@
-"""Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the store answers)."""
+"""Liveness (`/healthz`: the process answers) and readiness (`/readyz`: the store answers a real read, its
+file is still there and writable; the reason when not)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,15 @@ async def healthz(request: Request, agent: AgentDep) -> Health:
     "/readyz",
     summary="Readiness: the conversation store is reachable",
     response_model=Readiness,
+    response_model_exclude_none=True,
     responses={503: {"model": Readiness, "description": "the store is not reachable"}},
 )
-async def readyz(store: StoreDep) -> Readiness | JSONResponse:
-    if await store.ping():
+async def readyz(request: Request, store: StoreDep) -> Readiness | JSONResponse:
+    # a real look at the store (service/store_health.py): the file is still there and writable, a read of
+    # the conversations table answers; the app's watch does the same every second
+    health = getattr(request.app.state, "store_health", None)
+    problem = await health.check() if health is not None else (None if await store.ping() else "unreachable")
+    if problem is None:
         return Readiness(status="ready", store="ok")
-    body = Readiness(status="unavailable", store="unreachable")
-    return JSONResponse(body.model_dump(), status_code=503)
+    body = Readiness(status="unavailable", store="unreachable", reason=problem)
+    return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "5"})

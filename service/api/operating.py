@@ -26,7 +26,7 @@ def install_operating_guards(app: FastAPI, settings: Settings, store: Conversati
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyGuardMiddleware, max_bytes=settings.max_body_bytes, read_s=settings.request_read_s)
     if settings.max_streams_per_client:
         app.add_middleware(StreamCapMiddleware, limit=settings.max_streams_per_client)
     if settings.rate_limit:

@@ -73,6 +73,7 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "unavailable"]
     store: Literal["ok", "unreachable"]
+    reason: str | None = None  # why the store is unavailable (a deleted or read-only file, no answer)
 
 
 def sse_doc(description: str, events: dict[str, str]) -> dict[int | str, dict[str, Any]]:

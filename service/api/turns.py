@@ -21,6 +21,7 @@ from service.agent.events import AgentEvent, DoneEvent, ErrorEvent, Language, No
 from service.agent.offline.language import detect_language
 from service.api.errors import ApiError
 from service.api.sse_wire import EncodedAnswer
+from service.conversation_pages import TurnCap
 from service.store import ConversationStore, TurnStatus
 from tools.errors import quote
 
@@ -69,10 +70,12 @@ class TurnRunner:
         max_message_chars: int,
         replay_agent: Agent | None = None,
         observer: AnswerObserver | None = None,
+        turn_cap: TurnCap | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.max_message_chars = max_message_chars
+        self.turn_cap = turn_cap  # questions one conversation keeps (service/conversation_pages.py)
         self.replay_agent = replay_agent or agent
         self.observer = observer  # counts and traces each turn's answer (service/observability)
 
@@ -129,6 +132,8 @@ class TurnRunner:
                 )
             cid = conversation_id
             state = loaded or ConversationState(conversation_id=cid)
+            if loaded is not None and self.turn_cap is not None:
+                await self.turn_cap.check_room(cid)  # 409 conversation_full
         return PreparedTurn(
             question=question, state=state, language=language, conversation_id=cid, owner=owner
         )

@@ -12,37 +12,38 @@ EXIT_BAD_INPUT = 2
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from service.settings import Settings
+    from service.preflight import database_problem, load_settings
 
     overrides: dict[str, object] = {}
     if getattr(args, "host", None):
         overrides["host"] = args.host
     if getattr(args, "port", None) is not None:
         overrides["port"] = args.port
-    try:
-        settings = Settings(**overrides)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        print(f"serve: {'.'.join(map(str, first['loc']))}: {first['msg']}", file=sys.stderr)
+    settings, problem = load_settings(overrides)
+    if settings is None or problem:
+        print(f"serve: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not 0 < settings.port < 65536:
         print(f"serve: port {settings.port} is out of range; accepted: 1-65535", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    problem = database_problem(settings.database_url)  # one line naming the setting, not a traceback
+    if problem:
+        print(f"serve: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
     import uvicorn
 
     from service.app import create_app
     from service.observability.logs import configure_logging
+    from service.serving import uvicorn_options
 
     configure_logging(settings.log_format)  # text, or one JSON object a line (VRAMWISE_LOG_FORMAT=json)
     app = create_app(settings)
     try:
         uvicorn.run(
             app,
-            host=settings.host,
-            port=settings.port,
+            **uvicorn_options(settings),
             log_level="info",
             access_log=False,  # the service writes its own access lines (service/observability/requests.py)
             log_config=None,  # uvicorn's lines go through the handler configured above

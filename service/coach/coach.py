@@ -26,6 +26,7 @@ from service.coach.grading import Grade, grade
 from service.coach.store import CoachStore
 from service.coach.text import hint_text, question_text, topic_title
 from service.coach.topics import DIFFICULTIES, TOPICS, QuestionSpec, generate
+from service.store import visible
 
 Language = Literal["en", "zh"]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -188,9 +189,10 @@ class Coach:
         lang = check_language(language)
         return [Topic(id=t, title=topic_title(t, lang)) for t in TOPICS]
 
-    async def _session_row(self, session_id: str) -> dict[str, Any]:
+    async def _session_row(self, session_id: str, owner: str | None = None) -> dict[str, Any]:
+        """The session, visible to the API key that made it (`owner`: its digest; None: keys off)."""
         row = await self.store.get_session(session_id)
-        if row is None:
+        if row is None or not visible(row.get("owner"), owner):
             raise CoachError(
                 404,
                 f"no coach session {session_id!r}",
@@ -207,19 +209,22 @@ class Coach:
         session_id: str | None = None,
         *,
         create: bool = False,
+        owner: str | None = None,
     ) -> QuestionOut:
         """The next question of a session (a new session when `session_id` is None, or with `create`
         when it does not exist yet: a chat thread's own key)."""
         topic = check_topic(topic)
         difficulty = check_difficulty(difficulty)
         row = await self.store.get_session(session_id) if session_id else None
+        if row is not None and not visible(row.get("owner"), owner):
+            await self._session_row(session_id or "", owner)  # another key's session: 404
         if row is None:
             if session_id and not create:
                 await self._session_row(session_id)  # raises 404
             lang = check_language(language)
             session_id = session_id or uuid.uuid4().hex
-            await self.store.create_session(session_id, lang, topic, difficulty or 1)
-            row = await self._session_row(session_id)
+            await self.store.create_session(session_id, lang, topic, difficulty or 1, owner=owner)
+            row = await self._session_row(session_id, owner)
         lang = check_language(language or row["language"])
         rows = row["questions"]
         position = len(rows)
@@ -251,8 +256,10 @@ class Coach:
             quantity=spec.quantity,
         )
 
-    async def answer(self, session_id: str, question_id: str, answer: str) -> AnswerOut:
-        row = await self._session_row(session_id)
+    async def answer(
+        self, session_id: str, question_id: str, answer: str, owner: str | None = None
+    ) -> AnswerOut:
+        row = await self._session_row(session_id, owner)
         q = next((x for x in row["questions"] if x["id"] == question_id), None)
         if q is None:
             raise CoachError(
@@ -330,8 +337,8 @@ class Coach:
             components=g.components,
         )
 
-    async def session(self, session_id: str) -> SessionOut:
-        row = await self._session_row(session_id)
+    async def session(self, session_id: str, owner: str | None = None) -> SessionOut:
+        row = await self._session_row(session_id, owner)
         rows = row["questions"]
         by_topic: dict[str, Score] = {}
         for q in rows:
@@ -367,9 +374,9 @@ class Coach:
             ],
         )
 
-    async def resume(self, session_id: str) -> QuestionOut | None:
+    async def resume(self, session_id: str, owner: str | None = None) -> QuestionOut | None:
         """The session's open (ungraded) last question, to ask again after a restart; None when none."""
-        await self._session_row(session_id)  # 404 for an unknown session
+        await self._session_row(session_id, owner)  # 404 for an unknown session, or another key's
         q = await self.open_question(session_id)
         if q is None:
             return None

@@ -444,12 +444,22 @@ def unreadable(spec: QuestionSpec, language: str) -> Grade:
     return Grade(None, None, None, None, _f(language, "verdict", "unreadable", accepted=accepted))
 
 
+def _impossible_figure(spec: QuestionSpec, parsed: ParsedAnswer, language: str) -> Grade:
+    """A negative figure ("-5 GB") or one beyond any memory ("1e308 GB"): a hint, not a grade."""
+    if parsed.negative:
+        return Grade(None, None, None, None, _f(language, "verdict", "negative"))
+    accepted = fill(language, "questions", "answer_in", spec.answer_in)
+    return Grade(None, None, None, None, _f(language, "verdict", "too_large", accepted=accepted))
+
+
 def grade(
     spec: QuestionSpec, est: Estimate | None, expected: dict[str, Any], parsed: ParsedAnswer, language: str
 ) -> Grade:
     """Grade `parsed` for the question `spec` whose estimator figure is `expected`."""
     if spec.quantity == "concept":
         return grade_concept(spec, parsed, language)
+    if parsed.negative or parsed.too_large:  # not graded: the answer can be given again
+        return _impossible_figure(spec, parsed, language)
     assert est is not None
     if "bytes" in expected:
         g = grade_bytes(spec, est, int(expected["bytes"]), parsed, language)

@@ -26,7 +26,9 @@ from sqlalchemy import (
     Text,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -45,6 +47,9 @@ sessions = Table(
     Column("difficulty", Integer, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # the SHA-256 digest of the API key that made it (service/api/auth.py); None with keys off or from
+    # a chat channel (Slack, the CLI): another key gets 404 for it
+    Column("owner", String(64), nullable=True),
 )
 
 questions = Table(
@@ -80,6 +85,12 @@ threads = Table(
 )
 
 
+def _add_owner_column(sync_conn: Any) -> None:
+    """coach_sessions.owner on a database made before sessions had owners (existing sessions: no owner)."""
+    if "owner" not in {c["name"] for c in inspect(sync_conn).get_columns("coach_sessions")}:
+        sync_conn.execute(text("ALTER TABLE coach_sessions ADD COLUMN owner VARCHAR(64)"))
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -107,6 +118,7 @@ class CoachStore:
 
         async def build(conn: AsyncConnection) -> None:
             await conn.run_sync(metadata.create_all)
+            await conn.run_sync(_add_owner_column)
 
         await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the coach tables")
 
@@ -122,7 +134,7 @@ class CoachStore:
         return self._engine
 
     async def create_session(
-        self, session_id: str, language: str, topic: str | None, difficulty: int
+        self, session_id: str, language: str, topic: str | None, difficulty: int, owner: str | None = None
     ) -> None:
         now = _now()
         async with self.engine.begin() as conn:
@@ -134,6 +146,7 @@ class CoachStore:
                     difficulty=difficulty,
                     created_at=now,
                     updated_at=now,
+                    owner=owner,
                 )
             )
 

@@ -33,6 +33,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
 )
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 from starlette.requests import Request
@@ -55,6 +56,7 @@ from service.slack.blocks import (
     text_payload,
 )
 from service.slack.commands import Subcommands
+from service.slack.gate import refusal, understood
 from service.slack.interview import interview_of_thread, interview_reply, post_interview
 from service.slack.paste_text import message_text
 from service.slack.store import SlackStore
@@ -105,6 +107,7 @@ class SlackChannel:
         self._handler: AsyncSlackRequestHandler | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._answering: asyncio.Semaphore | None = None
+        self._verifier = SignatureVerifier(settings.slack_signing_secret or "")
 
     @classmethod
     def from_settings(cls, settings: Settings, runner: TurnRunner) -> SlackChannel | None:
@@ -130,7 +133,8 @@ class SlackChannel:
     async def handle(self, request: Request) -> Response:
         if self._handler is None:
             return Response("Slack channel is starting", status_code=503)
-        return await self._handler.handle(request)
+        refused = await refusal(request, self._verifier, self.store)  # service/slack/gate.py
+        return refused or understood(request, await self._handler.handle(request))
 
     def _retry_handlers(self) -> list[Any]:
         return [

@@ -7,8 +7,9 @@ bolt app, which verifies the signature first. Slack off: 404 with a one-line rea
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from starlette.responses import Response
+
+from service.api.errors import ApiError, error_response
 
 router = APIRouter(tags=["slack"])
 
@@ -21,10 +22,16 @@ NOT_CONFIGURED = (
 @router.post(
     "/slack/events",
     summary="Slack: Events API, the /vram slash command and interactivity (signed requests only)",
-    responses={401: {"description": "bad or missing Slack signature"}, 404: {"description": NOT_CONFIGURED}},
+    responses={
+        400: {"description": "a signed body of a shape Slack does not send (service/slack/gate.py)"},
+        401: {"description": "bad or missing Slack signature"},
+        404: {"description": NOT_CONFIGURED},
+        409: {"description": "a signed request already answered (a replay)"},
+    },
 )
 async def slack_events(request: Request) -> Response:
     channel = getattr(request.app.state, "slack", None)
     if channel is None:
-        return JSONResponse({"error": NOT_CONFIGURED}, status_code=404)
+        err = ApiError(404, NOT_CONFIGURED, accepted="nothing until Slack is configured", code="slack_off")
+        return error_response(request, err)
     return await channel.handle(request)

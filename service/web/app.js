@@ -566,6 +566,12 @@
       return;
     }
     const conv = await res.json();
+    for (let page = conv; page.next_cursor; ) {  // the history comes a page at a time
+      const more = await fetch(`/v1/conversations/${encodeURIComponent(id)}?limit=500&cursor=${encodeURIComponent(page.next_cursor)}`);
+      if (!more.ok) break;
+      page = await more.json();
+      conv.turns.push(...page.turns);
+    }
     newConversation();
     setConversation(conv.conversation_id);
     $("welcome").hidden = conv.turns.length > 0;
