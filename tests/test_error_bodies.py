@@ -27,7 +27,11 @@ BAD: list[tuple[str, str, object]] = [
     ("POST", "/v1/estimate", "not json"),
     ("POST", "/v1/chat", {}),
     ("POST", "/v1/chat", {"message": ""}),
-    ("POST", "/v1/chat", {"message": "x" * 5000}),
+    (
+        "POST",
+        "/v1/chat",
+        {"message": "x" * 40_000},
+    ),  # over the 32,000-character limit (pasted configs, issue 27)
     ("POST", "/v1/chat", {"message": "hi", "conversation_id": "nope"}),
     ("POST", "/v1/chat", {"message": "hi", "language": "fr"}),
     ("GET", "/v1/conversations/nope", None),
