@@ -248,6 +248,9 @@
       case "display":
         turn.display = payload;
         break;
+      case "asked":
+        turn.asked = payload.asked;
+        break;
       case "token":
         turn.text += payload.text;
         updateText(turn);
@@ -262,6 +265,7 @@
         if (payload.scenario) turn.scenario = turn.scenario || payload.scenario;
         if (payload.estimate) turn.estimate = payload.estimate;
         if (payload.display) turn.display = payload.display;
+        if (payload.asked) turn.asked = payload.asked;
         return true;
       case "error":
         turn.error = payload;
@@ -308,6 +312,10 @@
       turn.agent ? el("span", { class: "agent", "data-agent": turn.agent, text: t("answered_by", { agent: agentName(turn.agent) }) }) : null));
     for (const n of turn.notices) card.append(el("div", { class: "notice", text: `${t("notice")}: ${n}` }));
     if (turn.estimate) card.append(renderEstimate(turn.estimate, turn.display));
+    if (turn.asked && turn.asked.kind === "compare" && window.VRAMwiseCharts) {
+      const drawn = window.VRAMwiseCharts.compare(turn.asked); // workbench: charts.js
+      if (drawn) card.append(drawn);
+    }
     const text = el("div", { class: "answer-text" + (turn.done ? "" : " streaming") });
     const cut = turn.done && turn.summary ? turn.text.indexOf(turn.summary) : -1;
     if (cut >= 0) {
@@ -325,6 +333,10 @@
       else text.textContent = turn.done ? "" : t("thinking");
       turn.view.text = text;
       card.append(text);
+    }
+    if (turn.scenario && turn.estimate && turn.done && window.VRAMwiseWorkbench) { // what-if controls: workbench.js
+      const index = state.turns.indexOf(turn);
+      card.append(window.VRAMwiseWorkbench.controls(turn, { index, rerender: () => renderTurn(turn), ask }));
     }
     if (turn.error) card.append(renderError(turn.error));
     if (turn.interrupted) { // a stored turn cut off before its answer finished: offer to ask it again
@@ -375,7 +387,8 @@
     });
     verdict.append(el("span", { class: `badge ${est.fits ? "fits" : "no-fit"}`, text: est.fits ? t("fits") : t("does_not_fit"),
                                 title: display && display.verdict ? plain(display.verdict) : null }));
-    verdict.append(el("span", { class: "totals", text: t("total_of", { total: gib(total), capacity: gib(capacity), gpu: est.gpu.name }) }));
+    const [before, after] = t("total_of", { capacity: gib(capacity), gpu: est.gpu.name }).split("{total}");
+    verdict.append(el("span", { class: "totals" }, before, el("span", { "data-figure": "per_gpu_total", text: gib(total) }), after));
     verdict.append(el("span", { class: "sub", text: t("per_gpu") }));
     const headroom = est.headroom_bytes;
     verdict.append(el("span", { class: "sub", text: headroom >= 0 ? t("headroom", { value: gib(headroom) }) : t("over_by", { value: gib(-headroom) }) }));
@@ -383,6 +396,8 @@
     box.append(verdict);
     box.append(el("div", { class: "section-title", text: t("components") }));
     box.append(drawChart(est, display));
+    const phases = window.VRAMwiseCharts && window.VRAMwiseCharts.phases(est); // workbench: charts.js
+    if (phases) box.append(phases);
     return box;
   }
 
@@ -478,7 +493,7 @@
     assumptions.forEach((a, i) => {
       const d = shown(display, "assumptions", assumptions, i);
       const field = d && d.field === a.field ? d : null;
-      list.append(el("li", { "data-field": a.field },
+      list.append(el("li", { "data-assumption": a.field },
         el("span", { class: "field", title: a.field, text: field ? `${field.label} = ${field.value}` : `${a.field} = ${JSON.stringify(a.value)}` }), " ",
         el("span", { class: "reason", text: field ? field.reason : a.reason })));
     });
@@ -566,6 +581,10 @@
   // ---- wiring ---------------------------------------------------------------------------------------------
   async function main() {
     await loadStrings();
+    if (window.VRAMwiseWorkbench) { // the workbench's strings follow the page's language
+      window.VRAMwiseWorkbench.setLanguage(() => state.lang);
+      await window.VRAMwiseWorkbench.ready;
+    }
     applyLanguage(state.lang);
     renderRecent();
     $("composer").addEventListener("submit", (e) => { e.preventDefault(); ask($("question").value); });
