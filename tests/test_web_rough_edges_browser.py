@@ -81,3 +81,50 @@ def test_hint_is_visible_and_a_second_answer_is_graded(browser, served) -> None:
     OUTPUT.mkdir(exist_ok=True)
     page.screenshot(path=str(OUTPUT / "web_coach_rough_edges.png"))
     context.close()
+
+
+def test_concept_tables_and_wrapped_lines_render_as_prose(browser, served) -> None:  # type: ignore[no-untyped-def]
+    url, _db = served
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-US")
+    page = context.new_page()
+    page.goto(url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    page.fill("#question", "What is ZeRO-3 and how does it differ from FSDP?")
+    page.press("#question", "Enter")
+    page.wait_for_selector('.turn[data-done="true"]', timeout=30_000)
+    turn = page.locator(".turn").last
+    table = turn.locator("table.md-table")
+    assert table.count() == 1
+    assert table.locator("thead th").all_text_contents() == [
+        "stage",
+        "what is sharded",
+        "model states per GPU",
+    ]
+    assert table.locator("tbody tr").count() == 4
+    assert "|---" not in turn.text_content()
+    # "... plain data\nparallelism keeps ..." is one sentence: joined with a space, no line break
+    first = turn.locator(".answer-text p").first
+    assert "plain data parallelism keeps" in first.text_content()
+    assert first.locator("br").count() == 0
+    context.close()
+
+
+def test_a_restored_conversation_shows_the_breakdown_collapsed(browser, served) -> None:  # type: ignore[no-untyped-def]
+    url, _db = served
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-US")
+    page = context.new_page()
+    page.goto(url + "/")
+    page.wait_for_selector('body[data-ready="true"]')
+    page.fill("#question", "Can I fine-tune Llama-2-7B with LoRA on one RTX 4090?")
+    page.press("#question", "Enter")
+    page.wait_for_selector('.turn[data-done="true"]', timeout=30_000)
+    live = page.locator(".turn .answer-text").first.text_content()
+    page.reload()
+    page.wait_for_selector(".turn .verdict [data-figure=per_gpu_total]", timeout=30_000)
+    turn = page.locator(".turn").last
+    assert turn.locator("details.answer-detail").count() == 1
+    assert turn.locator("details.answer-detail").get_attribute("open") is None  # collapsed
+    shown = turn.locator(".answer-text").first.text_content()
+    assert shown == live  # the same short part as when it was asked
+    assert shown.count("Verdict:") == 1
+    context.close()

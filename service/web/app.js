@@ -63,63 +63,8 @@
     return (names && typeof names === "object" && names[agent]) || agent;
   }
 
-  // ---- a small, safe Markdown subset for the answer text (paragraphs, lists, **bold**, `code`) --------
-  function appendInline(parent, text) {
-    for (const part of text.split(/(\*\*[^*]+\*\*|`[^`]+`)/)) {
-      if (!part) continue;
-      if (part.startsWith("**") && part.endsWith("**") && part.length > 4) parent.append(el("strong", { text: part.slice(2, -2) }));
-      else if (part.startsWith("`") && part.endsWith("`") && part.length > 2) parent.append(el("code", { text: part.slice(1, -1) }));
-      else parent.append(document.createTextNode(part));
-    }
-  }
-  function renderMarkdown(text) {
-    const root = document.createDocumentFragment();
-    let para = null;
-    let stack = []; // open lists: {indent, type, list}
-    for (const raw of text.split(/\r?\n/)) {
-      const line = raw.replace(/\s+$/, "");
-      if (!line.trim()) { para = null; stack = []; continue; }
-      const item = line.match(/^(\s*)([-*•]|\d+[.)])\s+(.*)$/);
-      if (item) {
-        para = null;
-        const indent = item[1].length;
-        const type = /\d/.test(item[2]) ? "ol" : "ul";
-        while (stack.length && stack[stack.length - 1].indent > indent) stack.pop();
-        let top = stack[stack.length - 1];
-        if (top && top.indent === indent && top.type !== type) { stack.pop(); top = stack[stack.length - 1]; }
-        if (!top || top.indent < indent) {
-          const list = document.createElement(type);
-          const host = top && top.list.lastElementChild;
-          (host || root).append(list);
-          top = { indent, type, list };
-          stack.push(top);
-        }
-        const li = document.createElement("li");
-        appendInline(li, item[3]);
-        top.list.append(li);
-        continue;
-      }
-      const heading = line.match(/^(#{1,4})\s+(.*)$/);
-      if (heading) {
-        para = null; stack = [];
-        const h = document.createElement("h4");
-        appendInline(h, heading[2]);
-        root.append(h);
-        continue;
-      }
-      if (stack.length && /^\s/.test(line)) { // continuation of the last list item
-        const li = stack[stack.length - 1].list.lastElementChild;
-        li.append(document.createElement("br"));
-        appendInline(li, line.trim());
-        continue;
-      }
-      stack = [];
-      if (!para) { para = document.createElement("p"); root.append(para); }
-      else para.append(document.createElement("br"));
-      appendInline(para, line);
-    }
-    return root;
-  }
+  // ---- the answer text: a small, safe Markdown subset (markdown.js) --------------------------------------
+  function renderMarkdown(text) { return window.VRAMwiseMarkdown.render(text); }
   function setAnswerText(node, text) {
     node.replaceChildren(renderMarkdown(text));
   }
@@ -562,7 +507,8 @@
     setConversation(conv.conversation_id);
     $("welcome").hidden = conv.turns.length > 0;
     for (const stored of conv.turns) {
-      const turn = { question: stored.question, text: stored.answer, scenario: stored.scenario, estimate: null,
+      const summary = stored.scenario ? window.VRAMwiseMarkdown.restoredSummary(stored.answer) : ""; // breakdown collapsed
+      const turn = { question: stored.question, text: stored.answer, summary, scenario: stored.scenario, estimate: null,
                      display: null, notices: [], error: null, agent: stored.agent, done: true,
                      interrupted: stored.status === "interrupted" || stored.status === "in_progress" };
       state.turns.push(turn);
