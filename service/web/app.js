@@ -250,7 +250,7 @@
     }
     const root = turn.view.root;
     root.replaceChildren();
-    root.append(el("div", { class: "bubble-user", text: turn.question }));
+    root.append(el("div", { class: "bubble-user", "data-role": "user-message", text: turn.question }));
     const card = el("div", { class: "card answer-card" });
     card.append(el("div", { class: "who" },
       el("span", { text: t("assistant") }),
