@@ -83,7 +83,14 @@ def test_no_serious_axe_violations_with_an_answer_and_in_the_coach(browser, serv
         page.keyboard.press("Tab")
     assert reached == set(controls.evaluate_all("ns => ns.map(n => n.dataset.field)"))
 
+    page.click("#lang-zh")  # the Chinese page, with its answer re-rendered
+    page.wait_for_function(
+        "document.querySelector('.turn .workbench legend').textContent.includes('如果改成')"
+    )
+    assert serious(page) == []
     page.click("#tab-coach")
     page.wait_for_selector("#coach-question[data-question-id]")
+    assert serious(page) == []
+    page.click("#coach-mode-interview")
     assert serious(page) == []
     context.close()
