@@ -110,6 +110,18 @@ def test_a_control_recomputes_the_figure_without_a_new_turn(page, base_url: str)
     assert turn.locator("[data-field=gpu]").get_attribute("aria-invalid") == "true"
     assert int(turn.locator(".verdict").get_attribute("data-total-bytes")) == expected  # unchanged
 
+    # back to the answer's scenario: the figure as answered, no edit note
+    page.locator(".turn").last.locator(".wb-reset").click()
+    page.wait_for_function(
+        "want => document.querySelector('.turn [data-figure=per_gpu_total]').textContent === want",
+        arg=f"{before / GIB:.2f} GiB",
+    )
+    assert page.locator(".turn [data-whatif-summary]").count() == 0
+    turn = page.locator(".turn").last
+    turn.locator("[data-field=batch_size]").fill("4")
+    turn.locator("[data-field=batch_size]").press("Enter")
+    page.wait_for_selector(".turn [data-whatif-summary]")
+
     # "Ask about this": the edited scenario becomes a follow-up chat turn
     turn.locator("[data-field=gpu]").fill("a100-80gb")
     turn.locator("[data-field=gpu]").press("Enter")

@@ -141,6 +141,8 @@ window.VRAMwiseWorkbench = (() => {
 
   function recompute(turn, field, control, ctx) {
     const value = parseValue(field, control);
+    const error = turn.fieldErrors && turn.fieldErrors[field.name];
+    if (!error && value === shownValue(turn, field.name)) return null; // nothing changed
     const raw = field.kind === "bool" ? control.checked : control.value;
     return apply(turn, edited(turn, field.name, value), ctx, field.name, raw);
   }
@@ -173,7 +175,7 @@ window.VRAMwiseWorkbench = (() => {
       turn.scenario = scenario;
       turn.estimate = result;
       turn.display = null; // the panel texts were the original scenario's
-      turn.edited = true;
+      turn.edited = scenario !== turn.originalScenario; // "back to the answer's scenario" ends the edit
     }
     ctx.rerender();
     const again = turn.view && turn.view.root.querySelector(`[data-field="${focusName}"]`);
