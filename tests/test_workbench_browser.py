@@ -182,6 +182,14 @@ def test_the_phase_chart_speaks_chinese(page, base_url: str) -> None:  # type: i
     assert "预填充" in chart.locator("[data-phase=prefill]").text_content()
     assert "峰值" in chart.text_content()
     assert "如果改成" in page.locator(".turn").last.locator(".workbench legend").text_content()
+    # after a change the component labels stay Chinese (the panel texts of the edited job, POST /v1/display)
+    batch = page.locator(".turn").last.locator("[data-field=batch_size]")
+    batch.fill("8")
+    batch.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.turn .legend li')].some(li => li.textContent.includes('KV 缓存'))"
+        " && document.querySelector('.turn [data-whatif-summary]')"
+    )
 
 
 def test_a_comparison_is_drawn_as_bars_with_each_cards_usable_line(page, base_url: str) -> None:  # type: ignore[no-untyped-def]

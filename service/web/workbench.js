@@ -177,9 +177,27 @@ window.VRAMwiseWorkbench = (() => {
       turn.display = null; // the panel texts were the original scenario's
       turn.edited = scenario !== turn.originalScenario; // "back to the answer's scenario" ends the edit
     }
+    rerender(turn, ctx, focusName);
+    if (result) labels(turn, scenario, result, ctx, ticket);
+  }
+
+  function rerender(turn, ctx, focusName) {
     ctx.rerender();
-    const again = turn.view && turn.view.root.querySelector(`[data-field="${focusName}"]`);
+    const again = focusName && turn.view && turn.view.root.querySelector(`[data-field="${focusName}"]`);
     if (again) again.focus();
+  }
+
+  /** The recomputed estimate's panel texts (component labels) in the page's language, after the figure:
+      POST /v1/display of the same scenario; kept only if it is still the turn's latest change. */
+  async function labels(turn, scenario, result, ctx, ticket) {
+    const body = JSON.stringify({ scenario, language: wb.lang() === "zh" ? "zh" : "en" });
+    const got = await fetch("/v1/display", { method: "POST", headers: { "Content-Type": "application/json" }, body })
+      .then((r) => (r.ok ? r.json() : null)).catch(() => null);
+    if (!got || ticket !== turn.wbTicket || got.estimate.per_gpu.total_bytes !== result.per_gpu.total_bytes) return;
+    turn.display = got.display;
+    const focused = document.activeElement && turn.view && turn.view.root.contains(document.activeElement)
+      ? document.activeElement.dataset.field : null;
+    rerender(turn, ctx, focused);
   }
 
   function controls(turn, ctx) {
