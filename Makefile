@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint format install install-test system-deps bench clean
+.PHONY: serve test lint format install install-test system-deps web-test-deps bench clean
 
 $(BIN)/vramwise: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,18 @@ system-deps:
 	  else echo "missing:$$missing and not root (the tests that need them will be skipped)"; fi; \
 	fi
 
+# axe-core for the browser accessibility test (tests/test_web_accessibility_browser.py), in .node/; the
+# test skips with a reason when npm or the package is missing
+AXE_VERSION := 4.14.1
+AXE := .node/node_modules/axe-core/axe.min.js
+web-test-deps:
+	@if [ ! -f $(AXE) ]; then \
+	  if command -v npm >/dev/null; then \
+	    npm install --prefix .node axe-core@$(AXE_VERSION) --no-audit --no-fund --no-save >/dev/null \
+	      || echo "could not install axe-core (the accessibility test will be skipped)"; \
+	  else echo "missing: npm for axe-core (the accessibility test will be skipped)"; fi; \
+	fi
+
 serve: install
 	$(BIN)/vramwise serve --host $(HOST) --port $(PORT)
 
@@ -46,7 +58,7 @@ lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: install-test system-deps lint
+test: install-test system-deps web-test-deps lint
 	$(BIN)/python -m pytest -q
 
 format: install-test

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import os
 import sys
 
 EXIT_BAD_INPUT = 2
@@ -17,6 +18,7 @@ EXIT_BAD_INPUT = 2
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vramwise", description="How much GPU memory does this need?")
+    p.add_argument("--version", action="version", version=f"vramwise {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     est = sub.add_parser("estimate", help="run the estimator on a scenario (JSON file, - for stdin)")
@@ -55,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     quiz.add_argument("--session", default=None, help="continue a stored session")
     quiz.add_argument("--questions", type=int, default=None, help="stop after this many questions")
     quiz.add_argument("--json", action="store_true", help="one JSON object per line; answers from stdin")
+    quiz.add_argument("--list-topics", action="store_true", help="print the topic ids and titles, then exit")
+
+    for name, what in (("models", "the LLMs the estimator knows"), ("gpus", "the GPUs the estimator knows")):
+        listing = sub.add_parser(name, help=f"list {what}: id, size, name")
+        listing.add_argument("--json", action="store_true", help="one JSON array")
 
     interview = sub.add_parser(
         "interview", help="a mock interview: chained questions, follow-ups, a scorecard"
@@ -71,8 +78,26 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vramwise")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:  # `vramwise ... | head`: the reader left; not an error of ours
+        # Python docs (signal, "Note on SIGPIPE"): point stdout at devnull so the exit flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "estimate":
         from service.channels.cli_estimate import run_estimate
 
@@ -100,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         from service.channels.cli_serve import run_serve
 
         return run_serve(args)
+    if args.command in ("models", "gpus") or (args.command == "quiz" and args.list_topics):
+        from service.channels import cli_lists
+
+        run = {"models": cli_lists.run_models, "gpus": cli_lists.run_gpus}.get(
+            args.command, cli_lists.run_topics
+        )
+        return run(args)
     if args.command == "quiz":
         from service.channels.cli_quiz import run_quiz
 

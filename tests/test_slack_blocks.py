@@ -66,9 +66,12 @@ def check_every_block(payload: dict[str, Any]) -> None:
             assert len(b["rows"]) <= limits.MAX_TABLE_ROWS
             assert {len(r) for r in b["rows"]} == {3}
         if b["type"] == "actions":
-            (button,) = b["elements"]
-            assert len(button["text"]["text"]) <= limits.MAX_BUTTON_TEXT
-            assert len(button["value"]) <= limits.MAX_BUTTON_VALUE
+            formulas, *what_ifs = b["elements"]  # "Show formulas", then the what-if buttons (whatif.py)
+            assert formulas["action_id"] == "show_formulas"
+            assert all(w["action_id"].startswith("what_if_") for w in what_ifs) and len(what_ifs) <= 3
+            for button in b["elements"]:
+                assert len(button["text"]["text"]) <= limits.MAX_BUTTON_TEXT
+                assert len(button["value"]) <= limits.MAX_BUTTON_VALUE
     assert len(payload["text"]) <= limits.MAX_SECTION_TEXT
 
 

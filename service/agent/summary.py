@@ -146,12 +146,13 @@ def _fix_line(estimate: Estimate, lang: str, panels: render.PanelTexts) -> str |
     )
 
 
-def accuracy_line(estimate: Estimate, lang: str) -> str | None:
-    """The estimate's measured error bound (Estimate.accuracy, from benchmarks/accuracy), briefly."""
+def accuracy_line(estimate: Estimate, lang: str, key: str = "accuracy") -> str | None:
+    """The estimate's measured error bound (Estimate.accuracy, from benchmarks/accuracy), briefly; `key`
+    `accuracy_cli` for a text where no formulas follow."""
     b = estimate.accuracy
     if b is None:
         return None
-    return _s(lang, "accuracy", typical=b.typical_pct, worst=f"{b.worst_abs_error_pct:.1f}")
+    return _s(lang, key, typical=b.typical_pct, worst=f"{b.worst_abs_error_pct:.1f}")
 
 
 def summary_lines(

@@ -27,6 +27,7 @@ from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
 from service.api.deps import ChatContextDep
 from service.api.errors import ApiError
+from service.api.openai_usage import StreamOptions, Usage, usage_of
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
 from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
@@ -74,6 +75,9 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(description="must be `vramwise`", json_schema_extra={"enum": [MODEL_ID]})
     messages: list[ChatMessage] = Field(min_length=1, description="the last user message is the question")
     stream: bool = False
+    stream_options: StreamOptions | None = Field(
+        default=None, description="`include_usage`: a last chunk with `usage` (characters, see `unit`)"
+    )
     user: str | None = Field(
         default=None,
         min_length=1,
@@ -107,6 +111,7 @@ class ChatCompletion(BaseModel):
     created: int
     model: str
     choices: list[Choice]
+    usage: Usage
     conversation_id: str = Field(description="send it back to continue this conversation")
 
 
@@ -226,7 +231,11 @@ async def chat_completions(
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if req.stream:
-        return EventStream(_chunks(runner, turn, completion_id, created), ping_s=15, headers=SSE_HEADERS)
+        usage = req.stream_options is not None and req.stream_options.include_usage
+        prompts = [m.text() for m in req.messages] if usage else None
+        return EventStream(
+            _chunks(runner, turn, completion_id, created, prompts), ping_s=15, headers=SSE_HEADERS
+        )
     text = ""
     await runner.begin(turn)
     async for ev in runner.run(turn):
@@ -239,6 +248,7 @@ async def chat_completions(
         created=created,
         model=MODEL_ID,
         choices=[Choice(message=AssistantMessage(content=text))],
+        usage=usage_of((m.text() for m in req.messages), text),
         conversation_id=turn.conversation_id,
     )
 
@@ -258,26 +268,45 @@ def _chunk(
 
 
 async def _chunks(
-    runner: TurnRunner, turn: PreparedTurn, completion_id: str, created: int
+    runner: TurnRunner, turn: PreparedTurn, completion_id: str, created: int, prompts: list[str] | None
 ) -> AsyncIterator[bytes]:
-    """`chat.completion.chunk` events; deltas ready together go out in one write."""
+    """`chat.completion.chunk` events; deltas ready together go out in one write; with `prompts` (the
+    request asked `stream_options.include_usage`), a last chunk with `usage` and no choices."""
     cid = turn.conversation_id
     await runner.begin(turn)  # the question is stored before the first chunk
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
+    sent: list[str] = []
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
+            text = None
             if isinstance(ev, TokenEvent) and ev.text:
                 streamed = True
-                out.append(_chunk(completion_id, created, cid, {"content": ev.text}, None).encode())
+                text = ev.text
             elif isinstance(ev, DoneEvent) and not streamed:
-                out.append(_chunk(completion_id, created, cid, {"content": ev.answer.answer}, None).encode())
+                text = ev.answer.answer
             elif isinstance(ev, ErrorEvent):
-                out.append(_chunk(completion_id, created, cid, {"content": ev.message}, None).encode())
+                text = ev.message
+            if text is not None:
+                sent.append(text)
+                out.append(_chunk(completion_id, created, cid, {"content": text}, None).encode())
         if out:
             yield b"".join(out)
-    yield _chunk(completion_id, created, cid, {}, "stop").encode() + ServerSentEvent(data="[DONE]").encode()
+    last = _chunk(completion_id, created, cid, {}, "stop").encode()
+    if prompts is not None:  # OpenAI's shape: a chunk with empty choices and the usage
+        usage = usage_of(prompts, "".join(sent)).model_dump()
+        body = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL_ID,
+            "choices": [],
+            "usage": usage,
+            "conversation_id": cid,
+        }
+        last += ServerSentEvent(data=json.dumps(body, ensure_ascii=False)).encode()
+    yield last + ServerSentEvent(data="[DONE]").encode()
 
 
 @router.get(

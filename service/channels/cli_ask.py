@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -32,7 +33,7 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     detail = bool(getattr(args, "detail", False))
     async for event in agent.stream(args.question, ConversationState(), getattr(args, "language", None)):
         if isinstance(event, TokenEvent) and detail and not as_json:
-            out.write(event.text)
+            out.write(_for_terminal(event.text, out))
             out.flush()
         elif isinstance(event, NoticeEvent):
             err.write(f"note: {event.message}\n")
@@ -45,11 +46,8 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(answer.model_dump_json(indent=2) + "\n")
             elif not detail:
                 short = answer.estimate is not None and bool(answer.summary)
-                text = (
-                    (answer.summary + "\n" + _table(answer) + _hint(answer.language))
-                    if short
-                    else answer.answer
-                )
+                text = (_short(answer) + "\n" + _table(answer) + _hint(answer.language)) if short else answer.answer
+                text = _for_terminal(text, out)
                 out.write(text if text.endswith("\n") else text + "\n")
             elif not answer.answer.endswith("\n"):
                 out.write("\n")
@@ -65,6 +63,23 @@ def _table(answer: Answer) -> str:
     from service.agent.compare_text import plain_table
 
     return "\n" + "\n".join(plain_table(answer.asked, answer.language)) + "\n\n"
+
+
+def _short(answer: Answer) -> str:
+    """The summary, its accuracy line without "formulas and sources below" (nothing follows here)."""
+    from service.agent.summary import accuracy_line
+
+    assert answer.estimate is not None
+    web = accuracy_line(answer.estimate, answer.language)
+    cli = accuracy_line(answer.estimate, answer.language, key="accuracy_cli")
+    return answer.summary.replace(web, cli) if web and cli else answer.summary
+
+
+def _for_terminal(text: str, out: TextIO) -> str:
+    """Markdown **bold** as the terminal's bold (ANSI SGR 1/22) on a terminal; as is into a pipe or file."""
+    if not (hasattr(out, "isatty") and out.isatty()):
+        return text
+    return re.sub(r"\*\*([^*\n]+)\*\*", "\x1b[1m\\1\x1b[22m", text).replace("**", "")
 
 
 def _hint(language: str) -> str:

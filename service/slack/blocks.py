@@ -163,7 +163,8 @@ def assumption_texts(display: Display, language: str) -> list[str]:
     return [mrkdwn(t) for t in [*texts, *display.notes]]
 
 
-def formulas_button(ref: str, language: str) -> Block:
+def formulas_button(ref: str, language: str, more: list[Block] | None = None) -> Block:
+    """The "Show formulas" button, then `more` buttons (the what-if ones) in the same actions block."""
     return {
         "type": "actions",
         "elements": [
@@ -175,7 +176,8 @@ def formulas_button(ref: str, language: str) -> Block:
                     "text": _clip(slack_text(language, "show_formulas"), limits.MAX_BUTTON_TEXT),
                 },
                 "value": ref[: limits.MAX_BUTTON_VALUE],
-            }
+            },
+            *(more or []),
         ],
     }
 
@@ -217,7 +219,11 @@ def answer_blocks(
     if assumptions:
         blocks.append(context([slack_text(language, "assumptions_lead"), *assumptions]))
     if formulas_ref:
-        blocks.append(formulas_button(formulas_ref, language))
+        from service.slack.whatif import what_if_buttons
+
+        blocks.append(
+            formulas_button(formulas_ref, language, what_if_buttons(estimate, formulas_ref, language))
+        )
     return fit(blocks, language)
 
 

@@ -12,9 +12,8 @@ TurnRunner as the web chat (no second agent, no parsing, estimating or rendering
   threads, AsyncAssistant) continue that thread's conversation.
 - Retries: each question event is claimed by its `event_id` in the store before the agent runs; a
   retried delivery finds it claimed and gets no second answer (service/slack/store.py).
-- "Show formulas" posts the answer's full cited derivation in the thread.
-- Web API calls retry on 429 after Retry-After (AsyncRateLimitErrorRetryHandler) and on connection
-  errors; failures are logged with Slack's request id.
+- "Show formulas" posts the full cited derivation in the thread; what-if buttons ask one change (whatif.py).
+- Web API calls retry on 429 (Retry-After) and connection errors; failures log Slack's request id.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from service.coach.channel import coach_turn, start_quiz, thread_session
 from service.coach.coach import Coach, CoachError, check_topic
 from service.coach.interview.session import Interviewer
 from service.settings import Settings
+from service.slack import whatif
 from service.slack.blocks import (
     SHOW_FORMULAS,
     answer_payload,
@@ -158,6 +158,7 @@ class SlackChannel:
         app.event("app_mention")(self._on_mention)
         app.event("message")(self._on_message)
         app.action(SHOW_FORMULAS)(self._on_show_formulas)
+        whatif.register(app, self)
         assistant = AsyncAssistant()
         assistant.thread_started(self._on_thread_started)
         assistant.user_message(self._on_assistant_message)

@@ -63,63 +63,8 @@
     return (names && typeof names === "object" && names[agent]) || agent;
   }
 
-  // ---- a small, safe Markdown subset for the answer text (paragraphs, lists, **bold**, `code`) --------
-  function appendInline(parent, text) {
-    for (const part of text.split(/(\*\*[^*]+\*\*|`[^`]+`)/)) {
-      if (!part) continue;
-      if (part.startsWith("**") && part.endsWith("**") && part.length > 4) parent.append(el("strong", { text: part.slice(2, -2) }));
-      else if (part.startsWith("`") && part.endsWith("`") && part.length > 2) parent.append(el("code", { text: part.slice(1, -1) }));
-      else parent.append(document.createTextNode(part));
-    }
-  }
-  function renderMarkdown(text) {
-    const root = document.createDocumentFragment();
-    let para = null;
-    let stack = []; // open lists: {indent, type, list}
-    for (const raw of text.split(/\r?\n/)) {
-      const line = raw.replace(/\s+$/, "");
-      if (!line.trim()) { para = null; stack = []; continue; }
-      const item = line.match(/^(\s*)([-*•]|\d+[.)])\s+(.*)$/);
-      if (item) {
-        para = null;
-        const indent = item[1].length;
-        const type = /\d/.test(item[2]) ? "ol" : "ul";
-        while (stack.length && stack[stack.length - 1].indent > indent) stack.pop();
-        let top = stack[stack.length - 1];
-        if (top && top.indent === indent && top.type !== type) { stack.pop(); top = stack[stack.length - 1]; }
-        if (!top || top.indent < indent) {
-          const list = document.createElement(type);
-          const host = top && top.list.lastElementChild;
-          (host || root).append(list);
-          top = { indent, type, list };
-          stack.push(top);
-        }
-        const li = document.createElement("li");
-        appendInline(li, item[3]);
-        top.list.append(li);
-        continue;
-      }
-      const heading = line.match(/^(#{1,4})\s+(.*)$/);
-      if (heading) {
-        para = null; stack = [];
-        const h = document.createElement("h4");
-        appendInline(h, heading[2]);
-        root.append(h);
-        continue;
-      }
-      if (stack.length && /^\s/.test(line)) { // continuation of the last list item
-        const li = stack[stack.length - 1].list.lastElementChild;
-        li.append(document.createElement("br"));
-        appendInline(li, line.trim());
-        continue;
-      }
-      stack = [];
-      if (!para) { para = document.createElement("p"); root.append(para); }
-      else para.append(document.createElement("br"));
-      appendInline(para, line);
-    }
-    return root;
-  }
+  // ---- the answer text: a small, safe Markdown subset (markdown.js) --------------------------------------
+  function renderMarkdown(text) { return window.VRAMwiseMarkdown.render(text); }
   function setAnswerText(node, text) {
     node.replaceChildren(renderMarkdown(text));
   }
@@ -305,14 +250,17 @@
     }
     const root = turn.view.root;
     root.replaceChildren();
-    root.append(el("div", { class: "bubble-user", text: turn.question }));
+    root.append(el("div", { class: "bubble-user", "data-role": "user-message", text: turn.question }));
     const card = el("div", { class: "card answer-card" });
     card.append(el("div", { class: "who" },
       el("span", { text: t("assistant") }),
       turn.agent ? el("span", { class: "agent", "data-agent": turn.agent, text: t("answered_by", { agent: agentName(turn.agent) }) }) : null));
     for (const n of turn.notices) card.append(el("div", { class: "notice", text: `${t("notice")}: ${n}` }));
-    if (turn.asked && turn.asked.kind === "compare") card.append(renderCompare(turn.asked));
     if (turn.estimate) card.append(renderEstimate(turn.estimate, turn.display));
+    if (turn.asked && turn.asked.kind === "compare" && window.VRAMwiseCharts) {
+      const drawn = window.VRAMwiseCharts.compare(turn.asked); // workbench: charts.js
+      if (drawn) card.append(drawn);
+    }
     const text = el("div", { class: "answer-text" + (turn.done ? "" : " streaming") });
     const cut = turn.done && turn.summary ? turn.text.indexOf(turn.summary) : -1;
     if (cut >= 0) {
@@ -330,6 +278,10 @@
       else text.textContent = turn.done ? "" : t("thinking");
       turn.view.text = text;
       card.append(text);
+    }
+    if (turn.scenario && turn.estimate && turn.done && window.VRAMwiseWorkbench) { // what-if controls: workbench.js
+      const index = state.turns.indexOf(turn);
+      card.append(window.VRAMwiseWorkbench.controls(turn, { index, rerender: () => renderTurn(turn), ask }));
     }
     if (turn.error) card.append(renderError(turn.error));
     if (turn.interrupted) { // a stored turn cut off before its answer finished: offer to ask it again
@@ -380,7 +332,8 @@
     });
     verdict.append(el("span", { class: `badge ${est.fits ? "fits" : "no-fit"}`, text: est.fits ? t("fits") : t("does_not_fit"),
                                 title: display && display.verdict ? plain(display.verdict) : null }));
-    verdict.append(el("span", { class: "totals", text: t("total_of", { total: gib(total), capacity: gib(capacity), gpu: est.gpu.name }) }));
+    const [before, after] = t("total_of", { capacity: gib(capacity), gpu: est.gpu.name }).split("{total}");
+    verdict.append(el("span", { class: "totals" }, before, el("span", { "data-figure": "per_gpu_total", text: gib(total) }), after));
     verdict.append(el("span", { class: "sub", text: t("per_gpu") }));
     const headroom = est.headroom_bytes;
     verdict.append(el("span", { class: "sub", text: headroom >= 0 ? t("headroom", { value: gib(headroom) }) : t("over_by", { value: gib(-headroom) }) }));
@@ -388,24 +341,8 @@
     box.append(verdict);
     box.append(el("div", { class: "section-title", text: t("components") }));
     box.append(drawChart(est, display));
-    return box;
-  }
-
-  /** A comparison: one bar per option (its per-GPU total against its card's usable memory), the winner marked. */
-  function renderCompare(asked) {
-    const box = el("div", { class: "compare", "data-chart": "compare" });
-    const top = Math.max(...asked.options.map((o) => Math.max(o.estimate.per_gpu.total_bytes, o.estimate.usable_bytes)));
-    asked.options.forEach((o, i) => {
-      const est = o.estimate;
-      const row = el("div", { class: "compare-option" + (i === asked.winner ? " winner" : ""), "data-option": o.label,
-                              "data-fits": String(est.fits), "data-total-bytes": String(est.per_gpu.total_bytes) });
-      const bar = el("div", { class: `compare-bar ${est.fits ? "fits" : "no-fit"}` });
-      bar.style.width = `${Math.max(1, (100 * est.per_gpu.total_bytes) / top).toFixed(1)}%`;
-      const track = el("div", { class: "compare-track" }, bar);
-      row.append(el("span", { class: "compare-label", text: o.label }), track,
-                 el("span", { class: "compare-total", text: `${gib(est.per_gpu.total_bytes)} · ${est.fits ? t("fits") : t("does_not_fit")}` }));
-      box.append(row);
-    });
+    const phases = window.VRAMwiseCharts && window.VRAMwiseCharts.phases(est); // workbench: charts.js
+    if (phases) box.append(phases);
     return box;
   }
 
@@ -501,7 +438,7 @@
     assumptions.forEach((a, i) => {
       const d = shown(display, "assumptions", assumptions, i);
       const field = d && d.field === a.field ? d : null;
-      list.append(el("li", { "data-field": a.field },
+      list.append(el("li", { "data-assumption": a.field },
         el("span", { class: "field", title: a.field, text: field ? `${field.label} = ${field.value}` : `${a.field} = ${JSON.stringify(a.value)}` }), " ",
         el("span", { class: "reason", text: field ? field.reason : a.reason })));
     });
@@ -576,7 +513,8 @@
     setConversation(conv.conversation_id);
     $("welcome").hidden = conv.turns.length > 0;
     for (const stored of conv.turns) {
-      const turn = { question: stored.question, text: stored.answer, scenario: stored.scenario, estimate: null,
+      const summary = stored.scenario ? window.VRAMwiseMarkdown.restoredSummary(stored.answer) : ""; // breakdown collapsed
+      const turn = { question: stored.question, text: stored.answer, summary, scenario: stored.scenario, estimate: null,
                      display: null, notices: [], error: null, agent: stored.agent, done: true,
                      interrupted: stored.status === "interrupted" || stored.status === "in_progress" };
       state.turns.push(turn);
@@ -595,6 +533,10 @@
   // ---- wiring ---------------------------------------------------------------------------------------------
   async function main() {
     await loadStrings();
+    if (window.VRAMwiseWorkbench) { // the workbench's strings follow the page's language
+      window.VRAMwiseWorkbench.setLanguage(() => state.lang);
+      await window.VRAMwiseWorkbench.ready;
+    }
     applyLanguage(state.lang);
     renderRecent();
     $("composer").addEventListener("submit", (e) => { e.preventDefault(); ask($("question").value); });

@@ -10,7 +10,8 @@
   const OVERHEAD = "#aab2c5";
   const SVG_NS = "http://www.w3.org/2000/svg";
   const STORE_SESSION = "vramwise.coach.session";
-  const coach = { strings: {}, lang: "en", sessionId: localStorage.getItem(STORE_SESSION), question: null };
+  const coach = { strings: {}, lang: "en", sessionId: localStorage.getItem(STORE_SESSION), question: null,
+                  topics: {}, score: { asked: 0, correct: 0 }, graded: false };
   const $ = (id) => document.getElementById(id);
 
   function lang() { return localStorage.getItem("vramwise.lang") || coach.lang; }
@@ -64,9 +65,12 @@
     $("coach-intro").textContent = s("coach_intro");
     $("coach-topic-label").textContent = s("topic");
     $("coach-next").textContent = s("next");
-    $("coach-submit").textContent = s("submit");
+    $("coach-submit").textContent = coach.graded ? s("next") : s("submit");
     $("coach-hint").textContent = s("hint");
     $("coach-answer").placeholder = s("answer_placeholder");
+    $("coach-answer").setAttribute("aria-label", s("answer_label"));
+    setScore(coach.score);
+    if (coach.question) showQuestion(coach.question);
   }
   async function loadTopics() {
     const topics = await (await fetch(`/v1/coach/topics?language=${lang()}`)).json();
@@ -75,6 +79,8 @@
     select.replaceChildren(node("option", { value: "", text: s("adaptive") }),
       ...topics.map((t) => node("option", { value: t.id, text: t.title })));
     select.value = current;
+    coach.topics = Object.fromEntries(topics.map((t) => [t.id, t.title]));
+    if (coach.question) showQuestion(coach.question);
   }
   function showTab(which) {
     const coachOn = which === "coach";
@@ -85,6 +91,7 @@
     if (coachOn && !coach.question) nextQuestion();
   }
   function setScore(score) {
+    coach.score = score;
     $("coach-score").textContent = s("score", score);
     $("coach-score").dataset.asked = score.asked;
     $("coach-score").dataset.correct = score.correct;
@@ -101,13 +108,26 @@
     coach.question = q;
     coach.sessionId = q.session_id;
     localStorage.setItem(STORE_SESSION, q.session_id);
+    setGraded(false);
+    $("coach-result").hidden = true;
+    showQuestion(q);
+    $("coach-answer").value = "";
+    $("coach-answer").focus();
+  }
+  /** The question card: the topic's title (not its id), the difficulty, the text. */
+  function showQuestion(q) {
     const card = $("coach-question");
-    card.replaceChildren(node("p", { class: "coach-meta", text: `${q.topic} · ${s("difficulty", { d: q.difficulty })}` }), render(q.text));
+    const topic = coach.topics[q.topic] || q.topic;
+    card.replaceChildren(node("p", { class: "coach-meta", text: `${topic} · ${s("difficulty", { d: q.difficulty })}` }), render(q.text));
     card.dataset.questionId = q.question_id;
     card.dataset.quantity = q.quantity;
     card.dataset.topic = q.topic;
-    $("coach-answer").value = "";
-    $("coach-answer").focus();
+  }
+  /** After a grade the Check button becomes "New question": answering again moves on, never nothing. */
+  function setGraded(graded) {
+    coach.graded = graded;
+    $("coach-submit").textContent = graded ? s("next") : s("submit");
+    $("coach-submit").dataset.graded = String(graded);
   }
 
   function chart(components) {
@@ -138,16 +158,18 @@
   }
 
   async function submit(answerText) {
+    if (coach.graded) return nextQuestion(); // the question is graded: the next one
     const q = coach.question;
     if (!q || !answerText.trim()) return;
     const a = await post("/v1/coach/answers", { session_id: q.session_id, question_id: q.question_id, answer: answerText });
     const result = $("coach-result");
     result.hidden = false;
     result.dataset.correct = a.correct === null ? "none" : String(a.correct);
-    const badge = a.correct === null ? null : node("p", { class: "coach-badge", text: a.correct ? s("correct") : s("wrong") });
-    result.replaceChildren(...[badge, node("div", { class: "coach-explanation" }, render(a.explanation)), a.components.length ? chart(a.components) : null].filter(Boolean));
+    // the explanation opens with the verdict ("✓ Correct."): no second badge above it
+    result.replaceChildren(...[node("div", { class: "coach-explanation" }, render(a.explanation)), a.components.length ? chart(a.components) : null,
+      a.correct === null ? null : node("p", { class: "coach-next-hint", text: s("graded_next") })].filter(Boolean));
     setScore(a.score);
-    if (a.correct !== null) coach.question = null;
+    if (a.correct !== null) setGraded(true);
   }
 
   async function main() {
@@ -162,7 +184,7 @@
     }
     $("tab-chat").addEventListener("click", () => showTab("chat"));
     $("tab-coach").addEventListener("click", () => showTab("coach"));
-    $("coach-next").addEventListener("click", () => { $("coach-result").hidden = true; nextQuestion(); });
+    $("coach-next").addEventListener("click", () => nextQuestion());
     $("coach-hint").addEventListener("click", () => submit("hint"));
     $("coach-form").addEventListener("submit", (e) => { e.preventDefault(); submit($("coach-answer").value); });
     $("coach-answer").addEventListener("keydown", (e) => {
