@@ -46,7 +46,11 @@ async def _ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(answer.model_dump_json(indent=2) + "\n")
             elif not detail:
                 short = answer.estimate is not None and bool(answer.summary)
-                text = (_short(answer) + "\n" + _table(answer) + _hint(answer.language)) if short else answer.answer
+                text = (
+                    (_short(answer) + "\n" + _table(answer) + _hint(answer.language))
+                    if short
+                    else answer.answer
+                )
                 text = _for_terminal(text, out)
                 out.write(text if text.endswith("\n") else text + "\n")
             elif not answer.answer.endswith("\n"):
