@@ -18,8 +18,7 @@ from contextlib import aclosing
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, hook_config
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
 from service.agent.base import Agent, ConversationState
 from service.agent.events import (
@@ -34,6 +33,8 @@ from service.agent.events import (
 )
 from service.agent.llm.endpoint import ChatModelHandle
 from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
+from service.agent.llm.guard import ToolCallCutOff, ToolGuard
+from service.agent.llm.stated import Overruled, question_job_fields
 from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
 from service.agent.offline.asks import asked_figure
 from service.agent.offline.language import detect_language
@@ -47,36 +48,6 @@ logger = logging.getLogger("vramwise.llm")
 
 MAX_HISTORY_TURNS = 12  # the last 6 exchanges feed a follow-up
 RECURSION_LIMIT = 24  # graph steps per request: a few tool rounds, then the answer
-
-
-class _ToolGuard(AgentMiddleware):
-    """Counts failed tool calls (bad arguments, unknown names, unparsable JSON) per request.
-
-    A model that cannot fix its arguments after 2 corrections raises ToolArgumentsExhausted
-    (from the recorder), which ends the run and sends the question to the offline agent.
-    """
-
-    def __init__(self, recorder: ToolRecorder) -> None:
-        super().__init__()
-        self.recorder = recorder
-
-    @hook_config(can_jump_to=["model"])
-    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        last = state["messages"][-1] if state["messages"] else None
-        if isinstance(last, AIMessage) and last.invalid_tool_calls and not last.tool_calls:
-            # unparsable tool-call JSON: create_agent would end the run here; let the model retry
-            # (it sees "arguments were malformed" tool messages for those ids)
-            self.recorder.note_result(
-                False, f"malformed arguments: {last.invalid_tool_calls[0].get('args')!r}"
-            )
-            return {"jump_to": "model"}
-        return None
-
-    async def awrap_tool_call(self, request: Any, handler: Callable[..., Any]) -> Any:
-        result = await handler(request)
-        if isinstance(result, ToolMessage):
-            self.recorder.note_result(result.status != "error", str(result.content))
-        return result
 
 
 def _text_of(chunk: AIMessageChunk) -> str:
@@ -97,7 +68,7 @@ def _history(state: ConversationState) -> list[BaseMessage]:
     return messages
 
 
-def _notices(language: Language) -> dict[str, str]:
+def _notices(language: Language) -> dict[str, Any]:
     return json.loads(read_prompt(language, "llm_notices.json"))
 
 
@@ -131,7 +102,7 @@ class LLMAgent:
         lang: Language = language or detect_language(question, default=state.language or "en")
         run = _Run(question, state, lang)
         handle: ChatModelHandle | None = None
-        failure: str | None = None
+        failure: tuple[str, str, dict[str, Any]] | None = None  # (notice code, reason key, its values)
         violation: list[Figure] = []
         try:
             handle = self._chat_model_factory()
@@ -139,7 +110,7 @@ class LLMAgent:
                 handle.model,
                 build_tools(run.recorder),
                 system_prompt=system_prompt(lang, state),
-                middleware=[_ToolGuard(run.recorder)],
+                middleware=[ToolGuard(run.recorder)],
             )
             inputs = {"messages": [*_history(state), HumanMessage(question)]}
             config = {"recursion_limit": self._recursion_limit}
@@ -163,10 +134,10 @@ class LLMAgent:
                     yield event
             violation = run.violation
             if not violation and not run.gate.released.strip():
-                failure = "the model returned an empty answer"
+                failure = ("llm_unavailable", "empty", {})
         except Exception as err:  # any endpoint or agent failure: the offline agent answers
             failure = _describe(err)
-            logger.warning("LLM agent failed (%s); falling back to the offline agent", failure)
+            logger.warning("LLM agent failed (%s: %s); falling back to the offline agent", failure, err)
             logger.debug("LLM agent failure", exc_info=err)
         finally:
             if handle is not None:
@@ -179,7 +150,9 @@ class LLMAgent:
             async for event in self._after_violation(run, violation):
                 yield event
         elif failure is not None:
-            async for event in self._offline(run, "llm_unavailable", reason=failure):
+            code, key, values = failure
+            reason = _notices(lang)["reasons"][key].format(**values)
+            async for event in self._offline(run, code, reason=reason):
                 yield event
         else:
             yield DoneEvent(answer=run.answer(run.gate.released, agent="llm"))
@@ -194,7 +167,7 @@ class LLMAgent:
         from service.agent.render import render_answer
 
         notices = _notices(run.language)
-        yield NoticeEvent(code="grounding", message=notices["grounding"].format(figure=figure))
+        yield run.notice("grounding", notices["grounding"].format(figure=figure))
         prefix = notices["separator"] if run.gate.released.strip() else ""
         templated = render_answer(estimate, run.language)
         for piece in _paragraphs(prefix + templated):
@@ -203,7 +176,7 @@ class LLMAgent:
 
     async def _offline(self, run: _Run, code: str, **fmt: str) -> AsyncIterator[AgentEvent]:
         notices = _notices(run.language)
-        yield NoticeEvent(code=code, message=notices[code].format(**fmt))
+        yield run.notice(code, notices[code].format(**fmt))
         prefix = notices["separator"] if run.gate.released.strip() else ""
         if prefix:
             yield TokenEvent(text=prefix)
@@ -213,6 +186,7 @@ class LLMAgent:
                     update={
                         "answer": run.gate.released + prefix + event.answer.answer,
                         "agent": f"llm->{event.answer.agent}",
+                        "notices": [*run.notices, *event.answer.notices],
                         "conversation_id": event.answer.conversation_id or run.state.conversation_id,
                     }
                 )
@@ -228,7 +202,11 @@ class _Run:
         self.question = question
         self.state = state
         self.language = language
-        self.recorder = ToolRecorder(previous_scenario=state.scenario)
+        self.recorder = ToolRecorder(
+            previous_scenario=state.scenario, question=question, question_fields=question_job_fields(question)
+        )
+        self.notices: list[str] = []  # every notice's message, in order (Answer.notices)
+        self._overruled_seen = 0
         self.allowed = AllowedFigures()
         self.allowed.add_text(question)  # the user's own figures ("a 24GB card")
         for turn in state.turns:  # earlier answers were grounded (or templated) when shown
@@ -258,7 +236,15 @@ class _Run:
                 events.append(ScenarioEvent(scenario=tool_run.scenario or tool_run.estimate.scenario))
                 events.append(EstimateEvent(estimate=tool_run.estimate))
         self._runs_seen = len(self.recorder.runs)
+        for overruled in self.recorder.overruled[self._overruled_seen :]:
+            events.append(self.notice("overruled", overruled_text(overruled, self.language)))
+        self._overruled_seen = len(self.recorder.overruled)
         return events
+
+    def notice(self, code: str, message: str) -> NoticeEvent:
+        """A NoticeEvent, remembered for the Answer's `notices`."""
+        self.notices.append(message)
+        return NoticeEvent(code=code, message=message)
 
     def feed(self, text: str, message_id: str | None) -> list[AgentEvent]:
         events: list[AgentEvent] = []
@@ -301,6 +287,7 @@ class _Run:
             ),
             agent=agent,
             conversation_id=self.state.conversation_id,
+            notices=list(self.notices),
         )
 
 
@@ -333,18 +320,30 @@ def _paragraphs(text: str) -> list[str]:
         start = idx + 2
 
 
-def _describe(err: BaseException) -> str:
-    """A short reason for the notice: 'HTTP 429', 'timeout', 'connection refused', ..."""
+def _describe(err: BaseException) -> tuple[str, str, dict[str, Any]]:
+    """(notice code, reason key in llm_notices.json's `reasons`, its values): words, never class names."""
     import openai
 
     from service.agent.llm.tools import ToolArgumentsExhausted
 
+    if isinstance(err, ToolCallCutOff):
+        return "cut_off", "cut_off", {}
     if isinstance(err, openai.APITimeoutError):
-        return "timeout"
+        return "llm_unavailable", "timeout", {}
     if isinstance(err, openai.APIConnectionError):
-        return "connection failed"
+        return "llm_unavailable", "connection", {}
     if isinstance(err, openai.APIStatusError):
-        return f"HTTP {err.status_code}"
+        key = "rate_limited" if err.status_code == 429 else "http"
+        return "llm_unavailable", key, {"status": err.status_code}
     if isinstance(err, ToolArgumentsExhausted):
-        return "the model could not produce valid tool arguments"
-    return type(err).__name__
+        return "llm_unavailable", "arguments", {}
+    return "llm_unavailable", "other", {}
+
+
+def overruled_text(overruled: Overruled, language: Language) -> str:
+    """The notice for a job field where the question's words replaced the model's."""
+    notices = _notices(language)
+    key = "overruled_missing" if overruled.model_value is None else "overruled"
+    return notices[key].format(
+        field=overruled.field, model_value=overruled.model_value, question_value=overruled.question_value
+    )
