@@ -94,6 +94,10 @@ async def _stream(reply: Reply, cid: str, model: str) -> AsyncIterator[str]:
             "type": "function",
             "function": {"name": name, "arguments": ""},
         }
+        if reply.object_arguments:  # Ollama: the whole call in one chunk, arguments as an object
+            head["function"]["arguments"] = args
+            yield _chunk(cid, model, {"tool_calls": [head]})
+            continue
         yield _chunk(cid, model, {"tool_calls": [head]})
         for j in range(0, len(raw), 16):
             piece: dict[str, Any] = {"function": {"arguments": raw[j : j + 16]}}

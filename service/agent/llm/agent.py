@@ -120,6 +120,7 @@ class LLMAgent:
                         yield event
                     if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
                         continue
+                    run.finish_reason = chunk.response_metadata.get("finish_reason") or run.finish_reason
                     text = _text_of(chunk)
                     if not text:
                         continue
@@ -132,6 +133,8 @@ class LLMAgent:
                     yield event
                 for event in run.finish():
                     yield event
+                if run.finish_reason == "length":  # the answer hit the token limit: said, not shown as whole
+                    yield run.notice("truncated", _notices(lang)["truncated"])
             violation = run.violation
             if not violation and not run.gate.released.strip():
                 failure = ("llm_unavailable", "empty", {})
@@ -207,6 +210,7 @@ class _Run:
         )
         self.notices: list[str] = []  # every notice's message, in order (Answer.notices)
         self._overruled_seen = 0
+        self.finish_reason: str | None = None  # the last model reply's finish_reason
         self.allowed = AllowedFigures()
         self.allowed.add_text(question)  # the user's own figures ("a 24GB card")
         for turn in state.turns:  # earlier answers were grounded (or templated) when shown
