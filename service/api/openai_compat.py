@@ -27,6 +27,7 @@ from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
 from service.api.deps import ChatContextDep
 from service.api.errors import ApiError
+from service.api.openai_extension import ExtensionCollector, VramwiseExtension
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
 from service.api.streaming import EventStream, ready_batches
 from service.api.turns import PreparedTurn, TurnRunner
@@ -108,6 +109,7 @@ class ChatCompletion(BaseModel):
     model: str
     choices: list[Choice]
     conversation_id: str = Field(description="send it back to continue this conversation")
+    vramwise: VramwiseExtension | None = None
 
 
 class ModelCard(BaseModel):
@@ -228,8 +230,10 @@ async def chat_completions(
     if req.stream:
         return EventStream(_chunks(runner, turn, completion_id, created), ping_s=15, headers=SSE_HEADERS)
     text = ""
+    collector = ExtensionCollector()
     await runner.begin(turn)
     async for ev in runner.run(turn):
+        collector.see(ev)
         if isinstance(ev, DoneEvent):
             text = ev.answer.answer
         elif isinstance(ev, ErrorEvent):
@@ -238,15 +242,21 @@ async def chat_completions(
         id=completion_id,
         created=created,
         model=MODEL_ID,
-        choices=[Choice(message=AssistantMessage(content=text))],
+        choices=[Choice(message=AssistantMessage(content=text + collector.notices_text()))],
         conversation_id=turn.conversation_id,
+        vramwise=collector.extension,
     )
 
 
 def _chunk(
-    completion_id: str, created: int, cid: str, delta: dict[str, Any], finish: str | None
+    completion_id: str,
+    created: int,
+    cid: str,
+    delta: dict[str, Any],
+    finish: str | None,
+    extension: VramwiseExtension | None = None,
 ) -> ServerSentEvent:
-    body = {
+    body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "created": created,
@@ -254,6 +264,8 @@ def _chunk(
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         "conversation_id": cid,
     }
+    if extension is not None:
+        body["vramwise"] = extension.model_dump(mode="json")
     return ServerSentEvent(data=json.dumps(body, ensure_ascii=False))
 
 
@@ -265,9 +277,11 @@ async def _chunks(
     await runner.begin(turn)  # the question is stored before the first chunk
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
+    collector = ExtensionCollector()
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
+            collector.see(ev)
             if isinstance(ev, TokenEvent) and ev.text:
                 streamed = True
                 out.append(_chunk(completion_id, created, cid, {"content": ev.text}, None).encode())
@@ -277,7 +291,10 @@ async def _chunks(
                 out.append(_chunk(completion_id, created, cid, {"content": ev.message}, None).encode())
         if out:
             yield b"".join(out)
-    yield _chunk(completion_id, created, cid, {}, "stop").encode() + ServerSentEvent(data="[DONE]").encode()
+    if notices := collector.notices_text():
+        yield _chunk(completion_id, created, cid, {"content": notices}, None).encode()
+    last = _chunk(completion_id, created, cid, {}, "stop", collector.extension)
+    yield last.encode() + ServerSentEvent(data="[DONE]").encode()
 
 
 @router.get(
