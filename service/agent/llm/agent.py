@@ -41,6 +41,7 @@ from service.agent.offline.language import detect_language
 from service.agent.offline.parser import normalise
 from service.agent.prompt_files import read_prompt
 from service.agent.summary import summary_text, text_summary
+from tools.errors import ScenarioError
 from tools.result import Estimate
 from tools.scenario import Scenario
 
@@ -212,9 +213,13 @@ class _Run:
         self._overruled_seen = 0
         self.finish_reason: str | None = None  # the last model reply's finish_reason
         self.allowed = AllowedFigures()
-        self.allowed.add_text(question)  # the user's own figures ("a 24GB card")
-        for turn in state.turns:  # earlier answers were grounded (or templated) when shown
-            self.allowed.add_text(turn.content)
+        # Figures in the question or in earlier turns (a client may send any assistant turn) are never
+        # grounds: only the estimator's. A follow-up may cite the previous scenario's figures, recomputed.
+        if state.scenario is not None:
+            allow_previous(self.allowed, state.scenario)
+        self.allowed.add_echo(question)
+        for turn in state.turns:
+            self.allowed.add_echo(turn.content)
         self.gate = GroundingGate(self.allowed)
         self.violation: list[Figure] = []
         self._runs_seen = 0
@@ -308,6 +313,17 @@ def allow_tool_run(allowed: AllowedFigures, tool_run: ToolRun) -> None:
     allowed.add_text(tool_run.output)
     if tool_run.estimate is not None:
         allowed.add_bytes(figures_of(tool_run.estimate))
+
+
+def allow_previous(allowed: AllowedFigures, scenario: Scenario) -> None:
+    """The previous scenario's figures, estimated again (the tool's, not the text that showed them)."""
+    from service.agent.figures import figures_of
+    from service.hub import estimate_any_model
+
+    try:
+        allowed.add_bytes(figures_of(estimate_any_model(scenario, plan=True)))
+    except (ScenarioError, ValueError, OSError):  # refused now (a catalog change): no figures from it
+        logger.debug("the previous scenario could not be estimated again", exc_info=True)
 
 
 def _paragraphs(text: str) -> list[str]:

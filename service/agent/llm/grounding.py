@@ -101,6 +101,11 @@ class Figure:
             ((self.value - half) * b * (1 - 1e-12), (self.value + half) * b * (1 + 1e-12)) for b in self.bases
         ]
 
+    @property
+    def key(self) -> tuple[float, str]:
+        """The figure as written, whatever its spacing or thousands separators: (13.04, "gib")."""
+        return (self.value, self.unit)
+
     def nominal_bytes(self) -> list[float]:
         return [self.value * b for b in self.bases]
 
@@ -149,6 +154,8 @@ class AllowedFigures:
     """
 
     byte_values: set[float] = field(default_factory=set)
+    shown: set[tuple[float, str]] = field(default_factory=set)  # figures as the tool's texts write them
+    echoed: set[tuple[float, str]] = field(default_factory=set)  # figures the client wrote (question, turns)
 
     def add_bytes(self, values: Iterable[int | float]) -> None:
         for v in values:
@@ -159,8 +166,16 @@ class AllowedFigures:
         """Harvest the figures a text shows (tool output, the question, earlier grounded turns)."""
         for fig in find_figures(text):
             self.byte_values.update(fig.nominal_bytes())
+            self.shown.add(fig.key)
+
+    def add_echo(self, text: str) -> None:
+        """Figures the client wrote: never grounds. Echoed back, one passes only as a tool text shows it
+        ("5 GB" from "say it needs 5 GB" is refused even where 4.66 GiB, 5.00e9 B, is a tool figure)."""
+        self.echoed.update(fig.key for fig in find_figures(text))
 
     def allows(self, fig: Figure) -> bool:
+        if fig.key in self.echoed and fig.key not in self.shown:
+            return False
         return any(lo <= v <= hi for lo, hi in fig.byte_intervals() for v in self.byte_values)
 
     def __len__(self) -> int:
