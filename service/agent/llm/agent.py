@@ -127,14 +127,18 @@ class LLMAgent:
                         continue
                     for event in run.feed(text, chunk.id):
                         yield event
-                    if run.violation:
+                    if run.violation or run.capped:
                         break  # closing the stream cancels the LLM call: nothing more reaches the user
             if not run.violation:
                 for event in run.tool_events():
                     yield event
                 for event in run.finish():
                     yield event
-                if run.finish_reason == "length":  # the answer hit the token limit: said, not shown as whole
+                if run.capped:
+                    yield run.notice("too_long", _notices(lang)["too_long"].format(chars=run.gate.max_chars))
+                elif (
+                    run.finish_reason == "length"
+                ):  # the answer hit the token limit: said, not shown as whole
                     yield run.notice("truncated", _notices(lang)["truncated"])
             violation = run.violation
             if not violation and not run.gate.released.strip():
@@ -212,6 +216,7 @@ class _Run:
         self.notices: list[str] = []  # every notice's message, in order (Answer.notices)
         self._overruled_seen = 0
         self.finish_reason: str | None = None  # the last model reply's finish_reason
+        self.capped = False  # the answer reached the gate's length cap
         self.allowed = AllowedFigures()
         # Figures in the question or in earlier turns (a client may send any assistant turn) are never
         # grounds: only the estimator's. A follow-up may cite the previous scenario's figures, recomputed.
@@ -279,6 +284,8 @@ class _Run:
             events.append(TokenEvent(text=result.released))
         if result.violations:
             self.violation = result.violations
+        if result.capped:
+            self.capped = True
         return events
 
     def answer(self, text: str, *, agent: str) -> Answer:
