@@ -142,7 +142,7 @@ async def test_fields_the_model_left_out_come_from_the_question(server: FakeOpen
     events = await ask(server, Reply(tool_calls=[("estimate_memory", {"model": "llama-2-7b"})]), quote)
     (est,) = estimates(events)
     assert (est.scenario.task, est.scenario.gpu) == ("full_finetune", "a100-80gb")
-    assert [code for code, _ in notices(events)] == ["overruled"] * 3  # task, gpu, num_gpus
+    assert [code for code, _ in notices(events)] == ["overruled"] * 2  # task, gpu (one GPU is the default)
     assert "left out task" in notices(events)[0][1]
 
 

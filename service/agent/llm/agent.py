@@ -47,7 +47,8 @@ from tools.scenario import Scenario
 
 logger = logging.getLogger("vramwise.llm")
 
-MAX_HISTORY_TURNS = 12  # the last 6 exchanges feed a follow-up
+MAX_HISTORY_TURNS = 4  # the last 2 exchanges feed a follow-up (the previous scenario is in the system prompt)
+MAX_HISTORY_TURN_CHARS = 400  # an earlier turn is resent only this long: a summary, not a breakdown
 RECURSION_LIMIT = 24  # graph steps per request: a few tool rounds, then the answer
 
 
@@ -65,7 +66,10 @@ def _text_of(chunk: AIMessageChunk) -> str:
 def _history(state: ConversationState) -> list[BaseMessage]:
     messages: list[BaseMessage] = []
     for turn in state.turns[-MAX_HISTORY_TURNS:]:
-        messages.append(HumanMessage(turn.content) if turn.role == "user" else AIMessage(turn.content))
+        content = turn.content
+        if len(content) > MAX_HISTORY_TURN_CHARS:
+            content = content[:MAX_HISTORY_TURN_CHARS] + " [...]"
+        messages.append(HumanMessage(content) if turn.role == "user" else AIMessage(content))
     return messages
 
 

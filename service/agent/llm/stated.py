@@ -76,6 +76,8 @@ def side_with_question(
         given = stated.get(name)
         if given is not None and _canonical(name, given) == _canonical(name, asked):
             continue
+        if given is None and name == "num_gpus" and asked == 1:
+            continue  # "one A100" left out: one GPU is what the estimator assumes anyway
         if name in ("model", "gpu") and given is not None and _squash(str(given)) in _squash(question):
             continue  # the question names this one too (a comparison): not a misreading
         result[name] = asked

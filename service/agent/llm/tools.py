@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
 from service.agent.llm.stated import Overruled, side_with_question
+from service.agent.llm.tool_schema import SAME_AS_ESTIMATE, compact_schema
 from service.agent.suggestion_text import change_words
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
@@ -386,7 +387,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
                 "suggestions that make it fit, the assumptions and settings with no effect. Call it for "
                 "EVERY memory figure you state."
             ),
-            args_schema=EstimateArgs,
+            args_schema=compact_schema(EstimateArgs),
             **common,
         ),
         StructuredTool.from_function(
@@ -394,9 +395,10 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
             name="plan_fit",
             description=(
                 "What to change so the job fits: the current total and verdict, then the cheapest changes "
-                "(LoRA/QLoRA, gradient checkpointing, ZeRO, more GPUs, smaller batch...) with their totals."
+                "(LoRA/QLoRA, gradient checkpointing, ZeRO, more GPUs, smaller batch...) with their totals. "
+                "Arguments: the same as estimate_memory's."
             ),
-            args_schema=EstimateArgs,
+            args_schema=SAME_AS_ESTIMATE,
             **common,
         ),
         StructuredTool.from_function(
