@@ -179,7 +179,8 @@ class LLMAgent:
         from service.agent.render import render_answer
 
         notices = _notices(run.language)
-        yield run.notice("grounding", notices["grounding"].format(figure=figure))
+        code = "verdict" if run.contradiction else "grounding"
+        yield run.notice(code, notices[code].format(figure=figure))
         prefix = notices["separator"] if run.gate.released.strip() else ""
         templated = render_answer(estimate, run.language)
         for piece in _paragraphs(prefix + templated):
@@ -221,6 +222,7 @@ class _Run:
         self._overruled_seen = 0
         self.finish_reason: str | None = None  # the last model reply's finish_reason
         self.capped = False  # the answer reached the gate's length cap
+        self.contradiction = False  # the violation is a verdict against the tool's, not an invented figure
         self.allowed = AllowedFigures()
         # Figures in the question or in earlier turns (a client may send any assistant turn) are never
         # grounds: only the estimator's. A follow-up may cite the previous scenario's figures, recomputed.
@@ -288,6 +290,7 @@ class _Run:
             events.append(TokenEvent(text=result.released))
         if result.violations:
             self.violation = result.violations
+            self.contradiction = result.contradiction
         if result.capped:
             self.capped = True
         return events
@@ -323,7 +326,10 @@ def allow_tool_run(allowed: AllowedFigures, tool_run: ToolRun) -> None:
     allowed.add_bytes(tool_run.figures)
     allowed.add_text(tool_run.output)
     if tool_run.estimate is not None:
-        allowed.add_bytes(figures_of(tool_run.estimate))
+        est = tool_run.estimate
+        allowed.add_bytes(figures_of(est))
+        allowed.verdicts.append((est.per_gpu.total_bytes, est.fits))
+        allowed.verdicts += [(s.total_bytes, s.fits) for s in est.suggestions]
 
 
 def allow_previous(allowed: AllowedFigures, scenario: Scenario) -> None:
