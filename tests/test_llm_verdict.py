@@ -17,7 +17,7 @@ from service.agent.base import ConversationState
 from service.agent.events import DoneEvent, NoticeEvent, TokenEvent
 from service.agent.factory import build_agent
 from service.agent.llm.agent import LLMAgent
-from service.agent.llm.verdict_check import verdict_of
+from service.agent.llm.semantic_check import named_component, verdict_of
 from service.settings import Settings
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -95,3 +95,69 @@ async def test_agreeing_verdicts_pass_and_a_suggestion_may_fit(server: FakeOpenA
     events = await ask(server, right)
     assert [e.code for e in events if isinstance(e, NoticeEvent)] == []
     assert events[-1].answer.agent == "llm" and "It does not fit: 117.17 GiB" in events[-1].answer.answer
+
+
+@pytest.mark.parametrize(
+    ("sentence", "name"),
+    [
+        ("The AdamW states take 12.55 GiB.", "optimizer_states"),
+        ("Weights: 12.55 GiB.", "weights"),
+        ("With gradient checkpointing the activations are 11.45 GiB.", "activations"),
+        ("The master weights take 25.10 GiB.", "master_weights"),
+        ("优化器状态需要 50.21 GiB。", "optimizer_states"),
+        ("Weights and gradients take 12.55 GiB each.", None),  # two names: not checked
+    ],
+)
+def test_the_component_a_sentence_names(sentence: str, name: str | None) -> None:
+    assert named_component(sentence) == name
+
+
+@pytest.mark.parametrize(
+    ("template", "code"),
+    [
+        ("The AdamW states take {weights}.\n", "misattributed"),  # the weights' figure
+        ("优化器状态需要 {weights}。\n", "misattributed"),
+        ("The AdamW states take {optimizer}.\n", None),
+        ("Weights and gradients take {weights} each.\n", None),
+    ],
+)
+async def test_a_figure_given_to_another_component_is_refused(
+    server: FakeOpenAI, template: str, code: str | None
+) -> None:
+    def words(body: dict[str, Any]) -> Reply:
+        parts = {c["name"]: c["gib"] for c in tool_output(body)["components"]}
+        assert (parts["weights"], parts["optimizer_states"]) == ("12.55 GiB", "50.21 GiB")
+        return Reply(content=template.format(weights=parts["weights"], optimizer=parts["optimizer_states"]))
+
+    events = await ask(server, words)
+    assert [e.code for e in events if isinstance(e, NoticeEvent)] == ([code] if code else [])
+    shown = "".join(e.text for e in events if isinstance(e, TokenEvent))
+    assert (template.split("{")[0] in shown) is (code is None)
+
+
+async def test_no_templated_answer_of_the_question_suite_is_refused_by_the_semantic_checks() -> None:
+    """The offline agent's answers (English and Chinese, every estimate of tests/parser_suite.py) name parts,
+    verdicts and figures together all the time: the semantic checks must not refuse any of them."""
+    from service.agent.llm.agent import allow_tool_run
+    from service.agent.llm.grounding import AllowedFigures, GroundingGate
+    from service.agent.llm.tools import ToolRun, estimate_view
+    from service.agent.offline import OfflineAgent
+    from tests.parser_suite import ESTIMATES
+
+    agent = OfflineAgent(preload=False)
+    checked = 0
+    for question, _, _ in ESTIMATES:
+        done = [e async for e in agent.stream(question, ConversationState())][-1]
+        if not isinstance(done, DoneEvent) or done.answer.estimate is None:
+            continue
+        allowed = AllowedFigures()
+        output = json.dumps(estimate_view(done.answer.estimate))
+        allow_tool_run(
+            allowed, ToolRun(tool="estimate_memory", args={}, output=output, estimate=done.answer.estimate)
+        )
+        gate = GroundingGate(allowed, max_chars=10**6)
+        result = gate.feed(done.answer.answer)
+        result = result if result.violations else gate.flush()
+        assert result.kind == "grounding", (question, result.blocked)
+        checked += 1
+    assert checked >= 300

@@ -179,7 +179,7 @@ class LLMAgent:
         from service.agent.render import render_answer
 
         notices = _notices(run.language)
-        code = "verdict" if run.contradiction else "grounding"
+        code = run.violation_kind
         yield run.notice(code, notices[code].format(figure=figure))
         prefix = notices["separator"] if run.gate.released.strip() else ""
         templated = render_answer(estimate, run.language)
@@ -222,7 +222,7 @@ class _Run:
         self._overruled_seen = 0
         self.finish_reason: str | None = None  # the last model reply's finish_reason
         self.capped = False  # the answer reached the gate's length cap
-        self.contradiction = False  # the violation is a verdict against the tool's, not an invented figure
+        self.violation_kind = "grounding"  # grounding, verdict or misattributed (GateResult.kind)
         self.allowed = AllowedFigures()
         # Figures in the question or in earlier turns (a client may send any assistant turn) are never
         # grounds: only the estimator's. A follow-up may cite the previous scenario's figures, recomputed.
@@ -290,7 +290,7 @@ class _Run:
             events.append(TokenEvent(text=result.released))
         if result.violations:
             self.violation = result.violations
-            self.contradiction = result.contradiction
+            self.violation_kind = result.kind
         if result.capped:
             self.capped = True
         return events
@@ -330,6 +330,7 @@ def allow_tool_run(allowed: AllowedFigures, tool_run: ToolRun) -> None:
         allowed.add_bytes(figures_of(est))
         allowed.verdicts.append((est.per_gpu.total_bytes, est.fits))
         allowed.verdicts += [(s.total_bytes, s.fits) for s in est.suggestions]
+        allowed.components += [(c.bytes, c.name) for c in est.components]
 
 
 def allow_previous(allowed: AllowedFigures, scenario: Scenario) -> None:

@@ -157,6 +157,7 @@ class AllowedFigures:
     shown: set[tuple[float, str]] = field(default_factory=set)  # figures as the tool's texts write them
     echoed: set[tuple[float, str]] = field(default_factory=set)  # figures the client wrote (question, turns)
     verdicts: list[tuple[int, bool]] = field(default_factory=list)  # (a total the tool gave, whether it fits)
+    components: list[tuple[int, str]] = field(default_factory=list)  # (a component's bytes, its name)
 
     def add_bytes(self, values: Iterable[int | float]) -> None:
         for v in values:
@@ -191,7 +192,7 @@ def ungrounded_figures(text: str, allowed: AllowedFigures) -> list[Figure]:
 # ---- streaming -----------------------------------------------------------------------------------
 
 # a sentence ends after . ! ? followed by whitespace (not a decimal point), or at 。！？\n; not at : or ;
-# ("It fits: 117.17 GiB" is one claim, checked whole by verdict_check.py)
+# ("It fits: 117.17 GiB" is one claim, checked whole by semantic_check.py)
 _BOUNDARY_RE = re.compile(r"(?:[.!?](?=\s)|[。！？\n])\s*")
 _MAX_UNBROKEN = 400  # release a boundary-less run at a safe whitespace once it gets this long
 _DIGIT_GUARD = 24  # a forced cut keeps this many chars before it free of digits
@@ -203,7 +204,9 @@ class GateResult:
     released: str = ""  # checked text, safe to show
     violations: list[Figure] = field(default_factory=list)  # set: the stream must stop here
     blocked: str = ""  # the sentence that was held back
-    contradiction: bool = False  # the violation is a verdict word against the tool's (verdict_check.py)
+    kind: str = (
+        "grounding"  # the violation: grounding (a figure), verdict or misattributed (semantic_check.py)
+    )
     capped: bool = False  # the answer reached MAX_ANSWER_CHARS: the stream must stop, the rest is dropped
 
 
@@ -258,10 +261,12 @@ class GroundingGate:
             sentence = text[pos:end]
             bad = ungrounded_figures(sentence, self.allowed)
             if not bad:
-                from service.agent.llm.verdict_check import contradicted
+                from service.agent.llm.semantic_check import contradicted, misattributed
 
-                bad = contradicted(sentence, self.allowed.verdicts)
-                result.contradiction = bool(bad)
+                if bad := contradicted(sentence, self.allowed.verdicts):
+                    result.kind = "verdict"
+                elif bad := misattributed(sentence, self.allowed.components):
+                    result.kind = "misattributed"
             if bad:
                 result.violations = bad
                 result.blocked = sentence
