@@ -58,6 +58,23 @@ BEHAVIOURS: dict[str, tuple[list[Any], str, list[str]]] = {
     ),
     "5xx-twice": ([Reply(status=500), Reply(status=503)], "llm->offline", ["HTTP 503"]),
     "hermes-text-call": ([Reply(content=f"<tool_call>{HERMES}</tool_call>"), quote], "llm", []),
+    "ollama-object-arguments": (
+        [Reply(tool_calls=[("estimate_memory", FULL)], object_arguments=True), quote],
+        "llm",
+        [],
+    ),
+    "index-only-first": (
+        [Reply(tool_calls=[("estimate_memory", FULL)], bare_continuation_chunks=True), quote],
+        "llm",
+        [],
+    ),
+    "429-retry-after": (
+        [Reply(status=429, retry_after="1"), Reply(tool_calls=[("estimate_memory", FULL)]), quote],
+        "llm",
+        [],
+    ),
+    "empty-choices": ([Reply(empty_choices=True)], "llm->offline", ["the model returned an empty answer"]),
+    "invented-figure-without-the-tool": ([Reply(content="It needs 5 GB.\n")], "llm->offline", ["did not produce (5 GB)"]),
     "think-and-length": (
         [Reply(tool_calls=[("estimate_memory", FULL)]), cut_quote],
         "llm",
