@@ -74,7 +74,11 @@ BEHAVIOURS: dict[str, tuple[list[Any], str, list[str]]] = {
         [],
     ),
     "empty-choices": ([Reply(empty_choices=True)], "llm->offline", ["the model returned an empty answer"]),
-    "invented-figure-without-the-tool": ([Reply(content="It needs 5 GB.\n")], "llm->offline", ["did not produce (5 GB)"]),
+    "invented-figure-without-the-tool": (
+        [Reply(content="It needs 5 GB.\n")],
+        "llm->offline",
+        ["did not produce (5 GB)"],
+    ),
     "think-and-length": (
         [Reply(tool_calls=[("estimate_memory", FULL)]), cut_quote],
         "llm",
