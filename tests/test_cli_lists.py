@@ -103,7 +103,11 @@ def test_ask_on_a_terminal_has_no_literal_stars_and_no_promise_of_formulas_below
     assert run_ask(Namespace(question=question, json=False, offline=True, language=None), tty, err) == 0
     text = tty.getvalue()
     assert "**" not in text and "\x1b[1mVerdict: does not fit.\x1b[22m" in text
-    assert "formulas and sources below" not in text and "Accuracy: typically within" in text and "--detail" in text
+    assert (
+        "formulas and sources below" not in text
+        and "Accuracy: typically within" in text
+        and "--detail" in text
+    )
     piped = io.StringIO()
     assert run_ask(Namespace(question=question, json=False, offline=True, language="zh"), piped, err) == 0
     assert "**" in piped.getvalue()  # Markdown kept for a pipe or a file

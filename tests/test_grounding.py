@@ -163,7 +163,7 @@ def test_gate_stops_at_the_bad_sentence_and_logs_it(caplog: pytest.LogCaptureFix
         first = gate.feed("Weights: 12.55 GiB. Gradients: 12.55 GiB. ")
         second = gate.feed("Adam states: 50.20 GiB. Total: 75.30 GiB.\n")
     assert first.released == "Weights: 12.55 GiB. Gradients: 12.55 GiB. "
-    assert second.released == "Adam states: "  # released up to the bad sentence, not beyond
+    assert second.released == ""  # "Adam states: 50.20 GiB." is one claim: held whole, nothing beyond
     assert [f.text for f in second.violations] == ["50.20 GiB"]
     assert "50.20 GiB" not in gate.released
     assert "75.30 GiB" not in gate.released
@@ -190,11 +190,11 @@ def test_gate_releases_long_unpunctuated_text_at_a_safe_space() -> None:
 
 def test_gate_never_splits_a_number_from_its_unit() -> None:
     gate = GroundingGate(allowed())
-    assert gate.feed("Total: 50.2").released == "Total: "
+    assert gate.feed("Fine. Total: 50.2").released == "Fine. "  # a label and its figure stay together
     assert gate.feed("0 GiB on one card.").released == ""  # no whitespace after "." yet: held
     result = gate.flush()
     assert [f.text for f in result.violations] == ["50.20 GiB"]
-    assert gate.released == "Total: "
+    assert gate.released == "Fine. "
 
 
 # ---- cross-check against the real estimator and the templated answers ---------------------------

@@ -110,13 +110,19 @@ async def test_invented_figure_over_http_is_replaced(server: FakeOpenAI) -> None
 
 
 @pytest.mark.parametrize(
-    ("reply", "reason"),
-    [(Reply(status=500), "HTTP 500"), (Reply(status=429), "HTTP 429"), (Reply(status=503), "HTTP 503")],
+    ("reply", "reason", "tries"),
+    [
+        (Reply(status=500), "HTTP 500", 2),
+        (Reply(status=429), "HTTP 429", 1),  # no Retry-After: no retry
+        (Reply(status=503), "HTTP 503", 2),
+    ],
 )
-async def test_http_errors_fall_back_to_offline(server: FakeOpenAI, reply: Reply, reason: str) -> None:
-    use(server, reply)
+async def test_http_errors_fall_back_to_offline(
+    server: FakeOpenAI, reply: Reply, reason: str, tries: int
+) -> None:
+    use(server, reply, reply)
     events = await collect(agent_for(server.base_url))
-    assert len(server.requests) == 1  # max_retries=0: no retry storm against a failing endpoint
+    assert len(server.requests) == tries  # one retry on a 5xx, no retry storm against a failing endpoint
     assert_offline_fallback(events, reason)
 
 

@@ -27,6 +27,7 @@ from service.agent.base import Turn
 from service.agent.events import DoneEvent, ErrorEvent, Language, TokenEvent
 from service.api.deps import ChatContextDep
 from service.api.errors import ApiError
+from service.api.openai_extension import ExtensionCollector, VramwiseExtension
 from service.api.openai_usage import StreamOptions, Usage, usage_of
 from service.api.schemas import OPENAI_ERROR_RESPONSES, sse_doc
 from service.api.streaming import EventStream, ready_batches
@@ -112,6 +113,7 @@ class ChatCompletion(BaseModel):
     model: str
     choices: list[Choice]
     usage: Usage
+    vramwise: VramwiseExtension | None = None
     conversation_id: str = Field(description="send it back to continue this conversation")
 
 
@@ -237,8 +239,10 @@ async def chat_completions(
             _chunks(runner, turn, completion_id, created, prompts), ping_s=15, headers=SSE_HEADERS
         )
     text = ""
+    collector = ExtensionCollector()
     await runner.begin(turn)
     async for ev in runner.run(turn):
+        collector.see(ev)
         if isinstance(ev, DoneEvent):
             text = ev.answer.answer
         elif isinstance(ev, ErrorEvent):
@@ -247,16 +251,22 @@ async def chat_completions(
         id=completion_id,
         created=created,
         model=MODEL_ID,
-        choices=[Choice(message=AssistantMessage(content=text))],
-        usage=usage_of((m.text() for m in req.messages), text),
+        choices=[Choice(message=AssistantMessage(content=text + collector.notices_text()))],
+        usage=usage_of((m.text() for m in req.messages), text + collector.notices_text()),
         conversation_id=turn.conversation_id,
+        vramwise=collector.extension,
     )
 
 
 def _chunk(
-    completion_id: str, created: int, cid: str, delta: dict[str, Any], finish: str | None
+    completion_id: str,
+    created: int,
+    cid: str,
+    delta: dict[str, Any],
+    finish: str | None,
+    extension: VramwiseExtension | None = None,
 ) -> ServerSentEvent:
-    body = {
+    body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion.chunk",
         "created": created,
@@ -264,6 +274,8 @@ def _chunk(
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         "conversation_id": cid,
     }
+    if extension is not None:
+        body["vramwise"] = extension.model_dump(mode="json")
     return ServerSentEvent(data=json.dumps(body, ensure_ascii=False))
 
 
@@ -277,9 +289,11 @@ async def _chunks(
     yield _chunk(completion_id, created, cid, {"role": "assistant", "content": ""}, None).encode()
     streamed = False
     sent: list[str] = []
+    collector = ExtensionCollector()
     async for batch in ready_batches(runner.run(turn), window_s=CHUNK_SECONDS):
         out: list[bytes] = []
         for ev in batch:
+            collector.see(ev)
             text = None
             if isinstance(ev, TokenEvent) and ev.text:
                 streamed = True
@@ -293,7 +307,10 @@ async def _chunks(
                 out.append(_chunk(completion_id, created, cid, {"content": text}, None).encode())
         if out:
             yield b"".join(out)
-    last = _chunk(completion_id, created, cid, {}, "stop").encode()
+    if notices := collector.notices_text():
+        sent.append(notices)
+        yield _chunk(completion_id, created, cid, {"content": notices}, None).encode()
+    last = _chunk(completion_id, created, cid, {}, "stop", collector.extension).encode()
     if prompts is not None:  # OpenAI's shape: a chunk with empty choices and the usage
         usage = usage_of(prompts, "".join(sent)).model_dump()
         body = {

@@ -28,7 +28,10 @@ HUB_CODES = {"model.hub": "fetched", "model.hub_cache": "cache"}
 _HUB_CODE = '"code":"model.hub'
 CONCEPT_TASK = "concept"  # an answer without a scenario (a conceptual question)
 NO_TASK = "unstated"  # a scenario without a task (the estimator's default, inference, applied)
-FALLBACK_NOTICES = {"llm_unavailable", "grounding"}  # service/agent/llm/agent.py's notice codes
+# service/agent/llm/agent.py's notice codes: an overruled figure (an invented one, a wrong verdict word, a
+# figure given to the wrong component), and the notices that hand the question to the offline agent
+OVERRULE_NOTICES = {"grounding", "verdict", "misattributed"}
+FALLBACK_NOTICES = {"llm_unavailable", "cut_off", *OVERRULE_NOTICES}
 
 
 def answer_task(answer: Answer) -> str:
@@ -161,7 +164,7 @@ class AnswerObservation:
                 time.perf_counter() - self.started
             )
         if isinstance(ev, NoticeEvent):
-            if ev.code == "grounding":
+            if ev.code in OVERRULE_NOTICES:
                 metrics.grounding_overrules.inc()
             if ev.code in FALLBACK_NOTICES:
                 self.fallback = ev.reason or ev.code

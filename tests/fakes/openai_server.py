@@ -42,6 +42,14 @@ class Reply:
     delay_s: float = 0.0
     chunk_chars: int = 6  # content delta size
     stall_after_s: float = 0.0  # stream the first delta, then stall this long (mid-stream timeout)
+    # wire variants of real servers
+    finish_reason: str | None = None  # override: "length" for a reply cut off by max_tokens
+    end_inside_arguments: bool = False  # the stream stops mid-arguments: no finish chunk, no [DONE]
+    object_arguments: bool = False  # Ollama: `arguments` as a JSON object, not a string
+    bare_continuation_chunks: bool = False  # index/id/type only in a tool call's first chunk (vLLM)
+    reasoning_content: str = ""  # DeepSeek: `reasoning_content` deltas / field before the answer
+    empty_choices: bool = False  # a 200 with `choices: []`
+    retry_after: str | None = None  # the Retry-After header of an error reply
 
 
 def _raw_args(args: dict[str, Any] | str) -> str:
@@ -59,8 +67,19 @@ def _chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = Non
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
+def _finish(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
 async def _stream(reply: Reply, cid: str, model: str) -> AsyncIterator[str]:
+    if reply.empty_choices:
+        body = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": []}
+        yield f"data: {json.dumps(body)}\n\n"
+        yield "data: [DONE]\n\n"
+        return
     yield _chunk(cid, model, {"role": "assistant", "content": ""})
+    for i in range(0, len(reply.reasoning_content), reply.chunk_chars):
+        yield _chunk(cid, model, {"reasoning_content": reply.reasoning_content[i : i + reply.chunk_chars]})
     text = reply.content
     for i in range(0, len(text), reply.chunk_chars):
         yield _chunk(cid, model, {"content": text[i : i + reply.chunk_chars]})
@@ -75,22 +94,37 @@ async def _stream(reply: Reply, cid: str, model: str) -> AsyncIterator[str]:
             "type": "function",
             "function": {"name": name, "arguments": ""},
         }
+        if reply.object_arguments:  # Ollama: the whole call in one chunk, arguments as an object
+            head["function"]["arguments"] = args
+            yield _chunk(cid, model, {"tool_calls": [head]})
+            continue
         yield _chunk(cid, model, {"tool_calls": [head]})
         for j in range(0, len(raw), 16):
-            yield _chunk(
-                cid, model, {"tool_calls": [{"index": index, "function": {"arguments": raw[j : j + 16]}}]}
-            )
-    yield _chunk(cid, model, {}, finish="tool_calls" if reply.tool_calls else "stop")
+            piece: dict[str, Any] = {"function": {"arguments": raw[j : j + 16]}}
+            if not reply.bare_continuation_chunks:
+                piece["index"] = index
+            yield _chunk(cid, model, {"tool_calls": [piece]})
+    if reply.end_inside_arguments:
+        return
+    yield _chunk(cid, model, {}, finish=_finish(reply))
     yield "data: [DONE]\n\n"
 
 
 def _completion(reply: Reply, cid: str, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.reasoning_content:
+        message["reasoning_content"] = reply.reasoning_content
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{cid}_{i}", "type": "function", "function": {"name": n, "arguments": _raw_args(a)}}
+            {
+                "id": f"call_{cid}_{i}",
+                "type": "function",
+                "function": {"name": n, "arguments": a if reply.object_arguments else _raw_args(a)},
+            }
             for i, (n, a) in enumerate(reply.tool_calls)
         ]
+    if reply.empty_choices:
+        return {"id": cid, "object": "chat.completion", "created": 0, "model": model, "choices": []}
     return {
         "id": cid,
         "object": "chat.completion",
@@ -100,7 +134,7 @@ def _completion(reply: Reply, cid: str, model: str) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                "finish_reason": _finish(reply),
                 "logprobs": None,
             }
         ],
@@ -130,7 +164,7 @@ def build_app(server: FakeOpenAI) -> FastAPI:
             return JSONResponse(
                 {"error": {"message": message, "type": code, "param": None, "code": code}},
                 status_code=reply.status,
-                headers={"retry-after": "1"} if reply.status == 429 else None,
+                headers={"retry-after": reply.retry_after} if reply.retry_after is not None else None,
             )
         cid = f"chatcmpl-{len(server.requests)}"
         model = body.get("model", "fake")

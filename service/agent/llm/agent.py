@@ -18,8 +18,7 @@ from contextlib import aclosing
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, hook_config
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 
 from service.agent.base import Agent, ConversationState
 from service.agent.events import (
@@ -35,6 +34,8 @@ from service.agent.events import (
 from service.agent.inquiry_answer import asked_of_answer
 from service.agent.llm.endpoint import ChatModelHandle
 from service.agent.llm.grounding import AllowedFigures, Figure, GroundingGate
+from service.agent.llm.guard import ToolCallCutOff, ToolGuard
+from service.agent.llm.stated import Overruled, question_job_fields
 from service.agent.llm.tools import ToolRecorder, ToolRun, build_tools
 from service.agent.offline.asks import asked_figure
 from service.agent.offline.language import detect_language
@@ -42,43 +43,15 @@ from service.agent.offline.parser import normalise
 from service.agent.paste.split import split_message
 from service.agent.prompt_files import read_prompt
 from service.agent.summary import summary_lines, text_summary
+from tools.errors import ScenarioError
 from tools.result import Estimate
 from tools.scenario import Scenario
 
 logger = logging.getLogger("vramwise.llm")
 
-MAX_HISTORY_TURNS = 12  # the last 6 exchanges feed a follow-up
+MAX_HISTORY_TURNS = 4  # the last 2 exchanges feed a follow-up (the previous scenario is in the system prompt)
+MAX_HISTORY_TURN_CHARS = 400  # an earlier turn is resent only this long: a summary, not a breakdown
 RECURSION_LIMIT = 24  # graph steps per request: a few tool rounds, then the answer
-
-
-class _ToolGuard(AgentMiddleware):
-    """Counts failed tool calls (bad arguments, unknown names, unparsable JSON) per request.
-
-    A model that cannot fix its arguments after 2 corrections raises ToolArgumentsExhausted
-    (from the recorder), which ends the run and sends the question to the offline agent.
-    """
-
-    def __init__(self, recorder: ToolRecorder) -> None:
-        super().__init__()
-        self.recorder = recorder
-
-    @hook_config(can_jump_to=["model"])
-    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        last = state["messages"][-1] if state["messages"] else None
-        if isinstance(last, AIMessage) and last.invalid_tool_calls and not last.tool_calls:
-            # unparsable tool-call JSON: create_agent would end the run here; let the model retry
-            # (it sees "arguments were malformed" tool messages for those ids)
-            self.recorder.note_result(
-                False, f"malformed arguments: {last.invalid_tool_calls[0].get('args')!r}"
-            )
-            return {"jump_to": "model"}
-        return None
-
-    async def awrap_tool_call(self, request: Any, handler: Callable[..., Any]) -> Any:
-        result = await handler(request)
-        if isinstance(result, ToolMessage):
-            self.recorder.note_result(result.status != "error", str(result.content))
-        return result
 
 
 def _text_of(chunk: AIMessageChunk) -> str:
@@ -95,11 +68,14 @@ def _text_of(chunk: AIMessageChunk) -> str:
 def _history(state: ConversationState) -> list[BaseMessage]:
     messages: list[BaseMessage] = []
     for turn in state.turns[-MAX_HISTORY_TURNS:]:
-        messages.append(HumanMessage(turn.content) if turn.role == "user" else AIMessage(turn.content))
+        content = turn.content
+        if len(content) > MAX_HISTORY_TURN_CHARS:
+            content = content[:MAX_HISTORY_TURN_CHARS] + " [...]"
+        messages.append(HumanMessage(content) if turn.role == "user" else AIMessage(content))
     return messages
 
 
-def _notices(language: Language) -> dict[str, str]:
+def _notices(language: Language) -> dict[str, Any]:
     return json.loads(read_prompt(language, "llm_notices.json"))
 
 
@@ -140,8 +116,8 @@ class LLMAgent:
             return
         run = _Run(question, state, lang)
         handle: ChatModelHandle | None = None
-        failure: str | None = None
-        failure_slug = "empty_answer"
+        failure: tuple[str, str, dict[str, Any]] | None = None  # (notice code, reason key, its values)
+        failure_slug = "empty_answer"  # the same as a metrics label (service/observability)
         violation: list[Figure] = []
         try:
             handle = self._chat_model_factory()
@@ -149,7 +125,7 @@ class LLMAgent:
                 handle.model,
                 build_tools(run.recorder),
                 system_prompt=system_prompt(lang, state),
-                middleware=[_ToolGuard(run.recorder)],
+                middleware=[ToolGuard(run.recorder)],
             )
             inputs = {"messages": [*_history(state), HumanMessage(question)]}
             config: dict[str, Any] = {"recursion_limit": self._recursion_limit}
@@ -161,24 +137,31 @@ class LLMAgent:
                         yield event
                     if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
                         continue
+                    run.finish_reason = chunk.response_metadata.get("finish_reason") or run.finish_reason
                     text = _text_of(chunk)
                     if not text:
                         continue
                     for event in run.feed(text, chunk.id):
                         yield event
-                    if run.violation:
+                    if run.violation or run.capped:
                         break  # closing the stream cancels the LLM call: nothing more reaches the user
             if not run.violation:
                 for event in run.tool_events():
                     yield event
                 for event in run.finish():
                     yield event
+                if run.capped:
+                    yield run.notice("too_long", _notices(lang)["too_long"].format(chars=run.gate.max_chars))
+                elif (
+                    run.finish_reason == "length"
+                ):  # the answer hit the token limit: said, not shown as whole
+                    yield run.notice("truncated", _notices(lang)["truncated"])
             violation = run.violation
             if not violation and not run.gate.released.strip():
-                failure = "the model returned an empty answer"
+                failure = ("llm_unavailable", "empty", {})
         except Exception as err:  # any endpoint or agent failure: the offline agent answers
             failure, failure_slug = _describe(err), failure_code(err)
-            logger.warning("LLM agent failed (%s); falling back to the offline agent", failure)
+            logger.warning("LLM agent failed (%s: %s); falling back to the offline agent", failure, err)
             logger.debug("LLM agent failure", exc_info=err)
         finally:
             if handle is not None:
@@ -191,7 +174,9 @@ class LLMAgent:
             async for event in self._after_violation(run, violation):
                 yield event
         elif failure is not None:
-            async for event in self._offline(run, "llm_unavailable", failure_slug, reason=failure):
+            code, key, values = failure
+            reason = _notices(lang)["reasons"][key].format(**values)
+            async for event in self._offline(run, code, failure_slug, reason=reason):
                 yield event
         else:
             yield DoneEvent(answer=run.answer(run.gate.released, agent="llm"))
@@ -206,9 +191,8 @@ class LLMAgent:
         from service.agent.render import render_answer
 
         notices = _notices(run.language)
-        yield NoticeEvent(
-            code="grounding", message=notices["grounding"].format(figure=figure), reason="grounding"
-        )
+        code = run.violation_kind
+        yield run.notice(code, notices[code].format(figure=figure), reason="grounding")
         prefix = notices["separator"] if run.gate.released.strip() else ""
         templated = render_answer(estimate, run.language)
         for piece in _paragraphs(prefix + templated):
@@ -217,7 +201,7 @@ class LLMAgent:
 
     async def _offline(self, run: _Run, code: str, slug: str, **fmt: str) -> AsyncIterator[AgentEvent]:
         notices = _notices(run.language)
-        yield NoticeEvent(code=code, message=notices[code].format(**fmt), reason=slug)
+        yield run.notice(code, notices[code].format(**fmt), reason=slug)
         prefix = notices["separator"] if run.gate.released.strip() else ""
         if prefix:
             yield TokenEvent(text=prefix)
@@ -227,6 +211,7 @@ class LLMAgent:
                     update={
                         "answer": run.gate.released + prefix + event.answer.answer,
                         "agent": f"llm->{event.answer.agent}",
+                        "notices": [*run.notices, *event.answer.notices],
                         "conversation_id": event.answer.conversation_id or run.state.conversation_id,
                     }
                 )
@@ -242,11 +227,22 @@ class _Run:
         self.question = question
         self.state = state
         self.language = language
-        self.recorder = ToolRecorder(previous_scenario=state.scenario)
+        self.recorder = ToolRecorder(
+            previous_scenario=state.scenario, question=question, question_fields=question_job_fields(question)
+        )
+        self.notices: list[str] = []  # every notice's message, in order (Answer.notices)
+        self._overruled_seen = 0
+        self.finish_reason: str | None = None  # the last model reply's finish_reason
+        self.capped = False  # the answer reached the gate's length cap
+        self.violation_kind = "grounding"  # grounding, verdict or misattributed (GateResult.kind)
         self.allowed = AllowedFigures()
-        self.allowed.add_text(question)  # the user's own figures ("a 24GB card")
-        for turn in state.turns:  # earlier answers were grounded (or templated) when shown
-            self.allowed.add_text(turn.content)
+        # Figures in the question or in earlier turns (a client may send any assistant turn) are never
+        # grounds: only the estimator's. A follow-up may cite the previous scenario's figures, recomputed.
+        if state.scenario is not None:
+            allow_previous(self.allowed, state.scenario)
+        self.allowed.add_echo(question)
+        for turn in state.turns:
+            self.allowed.add_echo(turn.content)
         self.gate = GroundingGate(self.allowed)
         self.violation: list[Figure] = []
         self._runs_seen = 0
@@ -272,7 +268,15 @@ class _Run:
                 events.append(ScenarioEvent(scenario=tool_run.scenario or tool_run.estimate.scenario))
                 events.append(EstimateEvent(estimate=tool_run.estimate))
         self._runs_seen = len(self.recorder.runs)
+        for overruled in self.recorder.overruled[self._overruled_seen :]:
+            events.append(self.notice("overruled", overruled_text(overruled, self.language)))
+        self._overruled_seen = len(self.recorder.overruled)
         return events
+
+    def notice(self, code: str, message: str, reason: str | None = None) -> NoticeEvent:
+        """A NoticeEvent, remembered for the Answer's `notices`; `reason` the operator's metrics label."""
+        self.notices.append(message)
+        return NoticeEvent(code=code, message=message, reason=reason)
 
     def feed(self, text: str, message_id: str | None) -> list[AgentEvent]:
         events: list[AgentEvent] = []
@@ -298,6 +302,9 @@ class _Run:
             events.append(TokenEvent(text=result.released))
         if result.violations:
             self.violation = result.violations
+            self.violation_kind = result.kind
+        if result.capped:
+            self.capped = True
         return events
 
     def answer(self, text: str, *, agent: str) -> Answer:
@@ -320,6 +327,7 @@ class _Run:
             ),
             agent=agent,
             conversation_id=self.state.conversation_id,
+            notices=list(self.notices),
             asked=asked,
         )
 
@@ -336,7 +344,22 @@ def allow_tool_run(allowed: AllowedFigures, tool_run: ToolRun) -> None:
     allowed.add_bytes(tool_run.figures)
     allowed.add_text(tool_run.output)
     if tool_run.estimate is not None:
-        allowed.add_bytes(figures_of(tool_run.estimate))
+        est = tool_run.estimate
+        allowed.add_bytes(figures_of(est))
+        allowed.verdicts.append((est.per_gpu.total_bytes, est.fits))
+        allowed.verdicts += [(s.total_bytes, s.fits) for s in est.suggestions]
+        allowed.components += [(c.bytes, c.name) for c in est.components]
+
+
+def allow_previous(allowed: AllowedFigures, scenario: Scenario) -> None:
+    """The previous scenario's figures, estimated again (the tool's, not the text that showed them)."""
+    from service.agent.figures import figures_of
+    from service.hub import estimate_any_model
+
+    try:
+        allowed.add_bytes(figures_of(estimate_any_model(scenario, plan=True)))
+    except (ScenarioError, ValueError, OSError):  # refused now (a catalog change): no figures from it
+        logger.debug("the previous scenario could not be estimated again", exc_info=True)
 
 
 def _paragraphs(text: str) -> list[str]:
@@ -353,29 +376,34 @@ def _paragraphs(text: str) -> list[str]:
         start = idx + 2
 
 
-def _describe(err: BaseException) -> str:
-    """A short reason for the notice: 'HTTP 429', 'timeout', 'connection refused', ..."""
+def _describe(err: BaseException) -> tuple[str, str, dict[str, Any]]:
+    """(notice code, reason key in llm_notices.json's `reasons`, its values): words, never class names."""
     import openai
 
     from service.agent.llm.tools import ToolArgumentsExhausted
 
+    if isinstance(err, ToolCallCutOff):
+        return "cut_off", "cut_off", {}
     if isinstance(err, openai.APITimeoutError):
-        return "timeout"
+        return "llm_unavailable", "timeout", {}
     if isinstance(err, openai.APIConnectionError):
-        return "connection failed"
+        return "llm_unavailable", "connection", {}
     if isinstance(err, openai.APIStatusError):
-        return f"HTTP {err.status_code}"
+        key = "rate_limited" if err.status_code == 429 else "http"
+        return "llm_unavailable", key, {"status": err.status_code}
     if isinstance(err, ToolArgumentsExhausted):
-        return "the model could not produce valid tool arguments"
-    return type(err).__name__
+        return "llm_unavailable", "arguments", {}
+    return "llm_unavailable", "other", {}
 
 
 def failure_code(err: BaseException) -> str:
-    """The failure as a metrics label: timeout, connection, http_<status>, tool_arguments, other."""
+    """The failure as a metrics label: timeout, connection, http_<status>, tool_arguments, cut_off, other."""
     import openai
 
     from service.agent.llm.tools import ToolArgumentsExhausted
 
+    if isinstance(err, ToolCallCutOff):
+        return "cut_off"
     if isinstance(err, openai.APITimeoutError):
         return "timeout"
     if isinstance(err, openai.APIConnectionError):
@@ -385,3 +413,12 @@ def failure_code(err: BaseException) -> str:
     if isinstance(err, ToolArgumentsExhausted):
         return "tool_arguments"
     return "other"
+
+
+def overruled_text(overruled: Overruled, language: Language) -> str:
+    """The notice for a job field where the question's words replaced the model's."""
+    notices = _notices(language)
+    key = "overruled_missing" if overruled.model_value is None else "overruled"
+    return notices[key].format(
+        field=overruled.field, model_value=overruled.model_value, question_value=overruled.question_value
+    )

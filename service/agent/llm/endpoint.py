@@ -14,6 +14,7 @@ import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
 
+from service.agent.llm.wire import NormalisingTransport
 from service.settings import Settings
 
 # local servers (vLLM, Ollama) accept any key, but the SDK refuses to start without one
@@ -41,7 +42,9 @@ def openai_compatible(settings: Settings) -> Callable[[], ChatModelHandle]:
     """A factory of per-request ChatOpenAI models for the configured endpoint."""
 
     def make() -> ChatModelHandle:
-        async_client = openai.DefaultAsyncHttpxClient(timeout=settings.llm_timeout_s)
+        # one transport per request: the dialects of compatible servers, one retry, an overall deadline
+        transport = NormalisingTransport(settings.llm_timeout_s)
+        async_client = openai.DefaultAsyncHttpxClient(timeout=settings.llm_timeout_s, transport=transport)
         sync_client = openai.DefaultHttpxClient(timeout=settings.llm_timeout_s)
         model = ChatOpenAI(
             model=settings.llm_model,
@@ -50,7 +53,7 @@ def openai_compatible(settings: Settings) -> Callable[[], ChatModelHandle]:
             temperature=settings.llm_temperature,
             streaming=True,
             use_responses_api=False,  # /chat/completions: the one API every compatible endpoint serves
-            max_retries=0,  # a failing endpoint falls back to the offline agent at once
+            max_retries=0,  # the transport retries once within the deadline; then the offline agent
             timeout=settings.llm_timeout_s,
             http_async_client=async_client,
             http_client=sync_client,

@@ -101,6 +101,11 @@ class Figure:
             ((self.value - half) * b * (1 - 1e-12), (self.value + half) * b * (1 + 1e-12)) for b in self.bases
         ]
 
+    @property
+    def key(self) -> tuple[float, str]:
+        """The figure as written, whatever its spacing or thousands separators: (13.04, "gib")."""
+        return (self.value, self.unit)
+
     def nominal_bytes(self) -> list[float]:
         return [self.value * b for b in self.bases]
 
@@ -149,6 +154,10 @@ class AllowedFigures:
     """
 
     byte_values: set[float] = field(default_factory=set)
+    shown: set[tuple[float, str]] = field(default_factory=set)  # figures as the tool's texts write them
+    echoed: set[tuple[float, str]] = field(default_factory=set)  # figures the client wrote (question, turns)
+    verdicts: list[tuple[int, bool]] = field(default_factory=list)  # (a total the tool gave, whether it fits)
+    components: list[tuple[int, str]] = field(default_factory=list)  # (a component's bytes, its name)
 
     def add_bytes(self, values: Iterable[int | float]) -> None:
         for v in values:
@@ -159,8 +168,16 @@ class AllowedFigures:
         """Harvest the figures a text shows (tool output, the question, earlier grounded turns)."""
         for fig in find_figures(text):
             self.byte_values.update(fig.nominal_bytes())
+            self.shown.add(fig.key)
+
+    def add_echo(self, text: str) -> None:
+        """Figures the client wrote: never grounds. Echoed back, one passes only as a tool text shows it
+        ("5 GB" from "say it needs 5 GB" is refused even where 4.66 GiB, 5.00e9 B, is a tool figure)."""
+        self.echoed.update(fig.key for fig in find_figures(text))
 
     def allows(self, fig: Figure) -> bool:
+        if fig.key in self.echoed and fig.key not in self.shown:
+            return False
         return any(lo <= v <= hi for lo, hi in fig.byte_intervals() for v in self.byte_values)
 
     def __len__(self) -> int:
@@ -174,10 +191,12 @@ def ungrounded_figures(text: str, allowed: AllowedFigures) -> list[Figure]:
 
 # ---- streaming -----------------------------------------------------------------------------------
 
-# a sentence ends after . ! ? ; : followed by whitespace (not a decimal point), or at 。！？；\n
-_BOUNDARY_RE = re.compile(r"(?:[.!?;:](?=\s)|[。！？；\n])\s*")
+# a sentence ends after . ! ? followed by whitespace (not a decimal point), or at 。！？\n; not at : or ;
+# ("It fits: 117.17 GiB" is one claim, checked whole by semantic_check.py)
+_BOUNDARY_RE = re.compile(r"(?:[.!?](?=\s)|[。！？\n])\s*")
 _MAX_UNBROKEN = 400  # release a boundary-less run at a safe whitespace once it gets this long
 _DIGIT_GUARD = 24  # a forced cut keeps this many chars before it free of digits
+MAX_ANSWER_CHARS = 16_000  # an LLM answer is cut here (a whole breakdown is about 6,000 characters)
 
 
 @dataclass
@@ -185,27 +204,51 @@ class GateResult:
     released: str = ""  # checked text, safe to show
     violations: list[Figure] = field(default_factory=list)  # set: the stream must stop here
     blocked: str = ""  # the sentence that was held back
+    kind: str = (
+        "grounding"  # the violation: grounding (a figure), verdict or misattributed (semantic_check.py)
+    )
+    capped: bool = False  # the answer reached MAX_ANSWER_CHARS: the stream must stop, the rest is dropped
 
 
 class GroundingGate:
-    """Holds streamed LLM text until a whole sentence can be checked, then releases it."""
+    """Holds streamed LLM text until a whole sentence can be checked, then releases it.
 
-    def __init__(self, allowed: AllowedFigures) -> None:
+    Linear in the text's length: each feed looks only at the characters it added (plus a fixed
+    margin), and an answer longer than MAX_ANSWER_CHARS is capped (a degenerate 80k-character
+    reply without sentence ends took 180 s of CPU before).
+    """
+
+    def __init__(self, allowed: AllowedFigures, max_chars: int = MAX_ANSWER_CHARS) -> None:
         self.allowed = allowed
+        self.max_chars = max_chars
         self._buffer = ""
+        self._scanned = 0  # the buffer's characters already searched for a sentence end
+        self._last_boundary = 0  # the end of the buffer's last sentence end found so far
         self.released = ""  # everything released so far
+        self.capped = False
 
-    def _cut(self) -> int:
-        last = 0
-        for m in _BOUNDARY_RE.finditer(self._buffer):
-            last = m.end()
-        if last == 0 and len(self._buffer) > _MAX_UNBROKEN:
-            for i in range(len(self._buffer) - _DIGIT_GUARD, 0, -1):
-                if self._buffer[i].isspace() and not any(
-                    c.isdigit() for c in self._buffer[max(0, i - _DIGIT_GUARD) : i + _DIGIT_GUARD]
-                ):
-                    return i + 1
-        return last
+    def _cut(self, added: int) -> int:
+        start = max(0, self._scanned - 2)  # a boundary needs the character after it
+        for m in _BOUNDARY_RE.finditer(self._buffer, start):
+            self._last_boundary = max(self._last_boundary, m.end())
+        self._scanned = len(self._buffer)
+        if self._last_boundary or len(self._buffer) <= _MAX_UNBROKEN:
+            return self._last_boundary
+        # no sentence end: a whitespace with no digit within _DIGIT_GUARD on either side; positions
+        # whose window lies in text already searched were refused before, so only the new ones are tried
+        lowest = max(0, len(self._buffer) - added - 3 * _DIGIT_GUARD)
+        for i in range(len(self._buffer) - _DIGIT_GUARD, lowest, -1):
+            if self._buffer[i].isspace() and not any(
+                c.isdigit() for c in self._buffer[max(0, i - _DIGIT_GUARD) : i + _DIGIT_GUARD]
+            ):
+                return i + 1
+        return 0
+
+    def _take(self, cut: int) -> str:
+        ready, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        self._scanned = len(self._buffer)  # the rest was searched: it held no sentence end
+        self._last_boundary = 0
+        return ready
 
     def _check(self, text: str) -> GateResult:
         result = GateResult()
@@ -217,6 +260,13 @@ class GroundingGate:
                 continue
             sentence = text[pos:end]
             bad = ungrounded_figures(sentence, self.allowed)
+            if not bad:
+                from service.agent.llm.semantic_check import contradicted, misattributed
+
+                if bad := contradicted(sentence, self.allowed.verdicts):
+                    result.kind = "verdict"
+                elif bad := misattributed(sentence, self.allowed.components):
+                    result.kind = "misattributed"
             if bad:
                 result.violations = bad
                 result.blocked = sentence
@@ -224,7 +274,7 @@ class GroundingGate:
                     logger.warning(
                         "ungrounded figure %r in LLM answer (sentence: %r; %d allowed figures)",
                         fig.text,
-                        sentence.strip(),
+                        sentence.strip()[:200],
                         len(self.allowed),
                     )
                 break
@@ -234,13 +284,31 @@ class GroundingGate:
         return result
 
     def feed(self, delta: str) -> GateResult:
+        if self.capped:
+            return GateResult(capped=True)
+        if len(self.released) + len(self._buffer) + len(delta) > self.max_chars:
+            room = max(0, self.max_chars - len(self.released))
+            result = self._check(_safe_prefix((self._buffer + delta)[:room]))
+            self._buffer = ""
+            result.capped = self.capped = True
+            return result
         self._buffer += delta
-        cut = self._cut()
+        cut = self._cut(len(delta))
         if cut == 0:
             return GateResult()
-        ready, self._buffer = self._buffer[:cut], self._buffer[cut:]
-        return self._check(ready)
+        return self._check(self._take(cut))
 
     def flush(self) -> GateResult:
-        ready, self._buffer = self._buffer, ""
+        ready = self._take(len(self._buffer))
         return self._check(ready) if ready else GateResult()
+
+
+def _safe_prefix(text: str) -> str:
+    """`text` up to its last sentence end, else its last whitespace (a cap never splits a figure)."""
+    last = 0
+    for m in _BOUNDARY_RE.finditer(text):
+        last = m.end()
+    if last:
+        return text[:last]
+    space = max(text.rfind(" "), text.rfind("\n"))
+    return text[: space + 1] if space > 0 else ""

@@ -20,6 +20,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from service.agent.assumption_text import assumption_text
 from service.agent.component_text import component_label_text, component_note_text, gpu_role_text
+from service.agent.llm.stated import Overruled, side_with_question
+from service.agent.llm.tool_schema import SAME_AS_ESTIMATE, compact_schema
 from service.agent.suggestion_text import change_words
 from tools.errors import ScenarioError
 from tools.result import Assumption, Estimate
@@ -50,6 +52,9 @@ class ToolRecorder:
     """Everything the tools produced for one request (no state shared across requests)."""
 
     previous_scenario: Scenario | None = None  # the conversation's last scenario (follow-ups)
+    question: str = ""  # the question as asked (its stated job fields win: service.agent.llm.stated)
+    question_fields: dict[str, Any] = field(default_factory=dict)
+    overruled: list[Overruled] = field(default_factory=list)  # where the question's words won
     runs: list[ToolRun] = field(default_factory=list)
     consecutive_failures: int = 0
     max_consecutive_failures: int = MAX_CONSECUTIVE_TOOL_FAILURES
@@ -269,20 +274,25 @@ def _error_text(err: Exception) -> str:
 # ---- the tools ------------------------------------------------------------------------------------
 
 
-def _scenario_from(args: dict[str, Any], previous: Scenario | None) -> Scenario:
+def _scenario_from(args: dict[str, Any], recorder: ToolRecorder) -> Scenario:
     """The stated scenario: the model's arguments, merged into the previous one for a follow-up.
 
     Merging reuses the offline agent's follow-up rules (service.agent.offline.followup): only
     stated fields carry over, and fields that stop making sense when the task changes are dropped.
+    The job fields the question states win over the model's (service.agent.llm.stated).
     """
     from service.agent.offline.followup import merge_followup
 
+    previous = recorder.previous_scenario
     follow_up = bool(args.pop("follow_up", False))
     stated = {k: v for k, v in args.items() if v is not None and not (k == "dora" and v is False)}
     if follow_up and previous is not None:
         change = SimpleNamespace(intent="estimate", scenario=stated, followup=True)
         stated = merge_followup(previous, change)  # type: ignore[arg-type]
-    return Scenario.model_validate(stated)
+    stated, overruled = side_with_question(stated, recorder.question_fields, recorder.question)
+    scenario = Scenario.model_validate(stated)
+    recorder.overruled += [o for o in overruled if o not in recorder.overruled]
+    return scenario
 
 
 def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
@@ -307,7 +317,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
         args = dict(kwargs)
 
         def produce() -> tuple[str, Estimate, Scenario]:
-            scenario = _scenario_from(dict(args), recorder.previous_scenario)
+            scenario = _scenario_from(dict(args), recorder)
             est = estimate_any_model(scenario, plan=True)
             return _dumps(estimate_view(est)), est, scenario
 
@@ -317,7 +327,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
         args = dict(kwargs)
 
         def produce() -> tuple[str, Estimate, Scenario]:
-            scenario = _scenario_from(dict(args), recorder.previous_scenario)
+            scenario = _scenario_from(dict(args), recorder)
             est = estimate_any_model(scenario, plan=True)
             return _dumps(plan_view(est)), est, scenario
 
@@ -377,7 +387,7 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
                 "suggestions that make it fit, the assumptions and settings with no effect. Call it for "
                 "EVERY memory figure you state."
             ),
-            args_schema=EstimateArgs,
+            args_schema=compact_schema(EstimateArgs),
             **common,
         ),
         StructuredTool.from_function(
@@ -385,9 +395,10 @@ def build_tools(recorder: ToolRecorder) -> list[BaseTool]:
             name="plan_fit",
             description=(
                 "What to change so the job fits: the current total and verdict, then the cheapest changes "
-                "(LoRA/QLoRA, gradient checkpointing, ZeRO, more GPUs, smaller batch...) with their totals."
+                "(LoRA/QLoRA, gradient checkpointing, ZeRO, more GPUs, smaller batch...) with their totals. "
+                "Arguments: the same as estimate_memory's."
             ),
-            args_schema=EstimateArgs,
+            args_schema=SAME_AS_ESTIMATE,
             **common,
         ),
         StructuredTool.from_function(
