@@ -21,6 +21,7 @@ from service.agent.factory import build_agent
 from service.agent.llm.agent import LLMAgent
 from service.agent.offline import OfflineAgent
 from service.agent.offline.parser import parse_question
+from service.agent.paste.split import split_message
 from service.agent.summary import summary_lines, summary_text
 from service.settings import Settings
 from tests.fakes.chat_model import Step, call, last_tool_output, say, scripted
@@ -48,6 +49,11 @@ async def test_llm_agent_sends_the_offline_fields(
     agent = build_agent(Settings(openai_api_key=None, openai_base_url=None, agent="auto"), chat_model=model)
     assert isinstance(agent, LLMAgent)
     events = await _events(agent, question)
+    if split_message(question) is not None:  # a pasted command line: read by its parser, never by the model
+        done = events[-1]
+        assert isinstance(done, DoneEvent) and done.answer.agent == "offline" and done.answer.source is not None
+        assert done.answer.model_dump() == {**offline.answer.model_dump(), "conversation_id": None}
+        return
     scenario = next(e for e in events if isinstance(e, ScenarioEvent)).scenario
     assert scenario.stated() == offline.answer.scenario.stated()  # the tool received exactly those fields
     done = events[-1]

@@ -151,10 +151,13 @@ async def test_no_templated_answer_of_the_question_suite_is_refused_by_the_seman
         if not isinstance(done, DoneEvent) or done.answer.estimate is None:
             continue
         allowed = AllowedFigures()
-        output = json.dumps(estimate_view(done.answer.estimate))
-        allow_tool_run(
-            allowed, ToolRun(tool="estimate_memory", args={}, output=output, estimate=done.answer.estimate)
-        )
+        asked = done.answer.asked  # an inverse answer also shows its edge, the step beyond and each option
+        shown = [done.answer.estimate]
+        if asked is not None:
+            shown += [job.estimate for job in (asked.at, asked.beyond, *asked.options) if job is not None]
+        for est in shown:
+            output = json.dumps(estimate_view(est))
+            allow_tool_run(allowed, ToolRun(tool="estimate_memory", args={}, output=output, estimate=est))
         gate = GroundingGate(allowed, max_chars=10**6)
         result = gate.feed(done.answer.answer)
         result = result if result.violations else gate.flush()

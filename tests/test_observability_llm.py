@@ -50,7 +50,8 @@ def test_llm_outcomes_fallbacks_and_overrules_are_counted(
         honest,
         Reply(tool_calls=[("estimate_memory", ARGS)]),  # an invented figure: overruled, 2 calls
         Reply(content="It needs 19.99 GiB per GPU.\n"),
-        Reply(status=500),  # the endpoint fails: the offline agent answers
+        Reply(status=500),  # the endpoint fails, and again when retried once: the offline agent answers
+        Reply(status=500),
     ]
     fake.requests.clear()
     agents = []
@@ -59,7 +60,7 @@ def test_llm_outcomes_fallbacks_and_overrules_are_counted(
         assert events[-1][0] == "done", events[-1]
         agents.append(events[-1][1]["agent"])
     assert agents == ["llm", "llm->offline", "llm->offline"]
-    assert len(fake.requests) == 5
+    assert len(fake.requests) == 6  # the 5xx is retried once (service/agent/llm/wire.py)
     after = samples(url)
 
     def moved(name: str, **labels: str) -> float:

@@ -36,18 +36,28 @@ def verdict_of(sentence: str) -> bool | None:
 
 
 def contradicted(sentence: str, verdicts: list[tuple[int, bool]]) -> list[Figure]:
-    """The totals the sentence cites whose verdict it contradicts (empty when it agrees or states none)."""
-    said = verdict_of(sentence)
-    if said is None or not verdicts:
+    """The totals the sentence cites whose verdict it contradicts (empty when it agrees or states none).
+
+    Read clause by clause (`;`): a clause's figures go with its own verdict word only ("fewest that fit: 8
+    (58.34 GiB); 4 do not fit (114.29 GiB)"; "116 fits at 40.49 GiB; one step beyond, 117 needs 40.70 GiB"):
+    a clause without one states no verdict."""
+    if not verdicts:
         return []
     bad: list[Figure] = []
-    for fig in find_figures(sentence):
-        cited = [
-            fits for total, fits in verdicts if any(lo <= total <= hi for lo, hi in fig.byte_intervals())
-        ]
-        if cited and all(fits != said for fits in cited):
-            bad.append(fig)
+    for clause in _CLAUSE_END.split(sentence):
+        said = verdict_of(clause)
+        if said is None:
+            continue
+        for fig in find_figures(clause):
+            cited = [
+                fits for total, fits in verdicts if any(lo <= total <= hi for lo, hi in fig.byte_intervals())
+            ]
+            if cited and all(fits != said for fits in cited):
+                bad.append(fig)
     return bad
+
+
+_CLAUSE_END = re.compile(r"[;；]")
 
 
 # phrases that contain a component's word but name something else, removed before the names are read
@@ -87,6 +97,8 @@ def named_component(sentence: str) -> str | None:
 
 def misattributed(sentence: str, components: list[tuple[int, str]]) -> list[Figure]:
     """Figures the sentence gives its one named component that are only other components' figures."""
+    if sentence.lstrip().startswith("|"):
+        return []  # a table row (a comparison: one component across options) is a list, not a claim
     name = named_component(sentence)
     figures = find_figures(sentence)
     if name is None or not components or len(figures) != 1:
