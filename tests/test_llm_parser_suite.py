@@ -51,7 +51,9 @@ async def test_llm_agent_sends_the_offline_fields(
     events = await _events(agent, question)
     if split_message(question) is not None:  # a pasted command line: read by its parser, never by the model
         done = events[-1]
-        assert isinstance(done, DoneEvent) and done.answer.agent == "offline" and done.answer.source is not None
+        assert (
+            isinstance(done, DoneEvent) and done.answer.agent == "offline" and done.answer.source is not None
+        )
         assert done.answer.model_dump() == {**offline.answer.model_dump(), "conversation_id": None}
         return
     scenario = next(e for e in events if isinstance(e, ScenarioEvent)).scenario

@@ -37,7 +37,7 @@ def test_an_unknown_log_format_is_refused_with_one_line() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
-    assert "log_format" in proc.stderr and "'text' or 'json'" in proc.stderr
+    assert "VRAMWISE_LOG_FORMAT" in proc.stderr and "'text' or 'json'" in proc.stderr  # the setting, by name
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,7 @@ from service.slack.gate import refusal, understood
 from service.slack.interview import interview_of_thread, interview_reply, post_interview
 from service.slack.paste_text import message_text
 from service.slack.store import SlackStore
-from service.slack.streaming import ThreadReply, request_id, slack_error
+from service.slack.streaming import ThreadReply, action_place, request_id, slack_error
 
 log = logging.getLogger(__name__)
 
@@ -463,15 +463,8 @@ class SlackChannel:
     async def _post_formulas(
         self, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient
     ) -> None:
-        container = body.get("container") or {}
-        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id"))
+        channel, thread_ts = action_place(body)
         message = body.get("message") or {}
-        thread_ts = str(
-            container.get("thread_ts")
-            or message.get("thread_ts")
-            or container.get("message_ts")
-            or message.get("ts")
-        )
         stored = await self.store.answer(str(action.get("value") or ""))
         if stored is None:
             language = detect_language(str(message.get("text") or ""))

@@ -176,3 +176,17 @@ class ThreadReply:
             )
             self.ts = str(response["ts"])
         return self.ts
+
+
+def action_place(body: dict[str, Any]) -> tuple[str, str]:
+    """(channel id, thread ts) of the message a button was clicked under: its thread, or the message itself."""
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id"))
+    thread_ts = str(
+        container.get("thread_ts")
+        or message.get("thread_ts")
+        or container.get("message_ts")
+        or message.get("ts")
+    )
+    return channel, thread_ts

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from service.slack import limits
 from service.slack.blocks import Block, slack_text, text_payload
+from service.slack.streaming import action_place
 
 if TYPE_CHECKING:
     from slack_bolt.async_app import AsyncApp
@@ -66,15 +67,7 @@ def register(app: AsyncApp, channel: SlackChannel) -> None:
 
 
 async def _answer(channel: SlackChannel, body: dict[str, Any], action: dict[str, Any], client: Any) -> None:
-    container = body.get("container") or {}
-    message = body.get("message") or {}
-    where = str((body.get("channel") or {}).get("id") or container.get("channel_id"))
-    thread_ts = str(
-        container.get("thread_ts")
-        or message.get("thread_ts")
-        or container.get("message_ts")
-        or message.get("ts")
-    )
+    where, thread_ts = action_place(body)
     ref, _, n = str(action.get("value") or "").partition("|")
     match = WHAT_IF.match(str(action.get("action_id") or ""))
     stored = await channel.store.answer(ref)
