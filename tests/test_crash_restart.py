@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,52 +20,27 @@ import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.pg_support import postgres_server
-from tests.service_support import free_port
+from tests.serve_support import serve as serve_process
 
 __all__ = ["postgres_server"]  # fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Can I fully fine-tune Llama-2-7B on one A100 80GB?"
 FOLLOW_UP = "And Llama-2-13B with LoRA on one A100 80GB?"  # self-contained: the first answer was cut off
-START_TIMEOUT_S = 60
 
 
 @contextlib.contextmanager
 def serve(env: dict[str, str], log: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`vramwise serve` on a free port, in its own process group; yields (base URL, process)."""
-    port = free_port()
+    """`vramwise serve` on a free port, in its own process group, with `env` over the caller's environment
+    (less its VRAMWISE_/OPENAI_ settings; one agent worker process unless `env` says otherwise); yields
+    (base URL, process) once /readyz answers (tests/serve_support.py)."""
     full_env = {
         k: v for k, v in os.environ.items() if not k.startswith(("VRAMWISE_", "OPENAI_", "DATABASE_URL"))
     }
     full_env.update(env)
     full_env["VRAMWISE_AGENT_PROCESSES"] = env.get("VRAMWISE_AGENT_PROCESSES", "1")
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from service.cli import main; raise SystemExit(main())", "serve",
-             "--port", str(port)],
-            cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server did not get ready: {log.read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield url, proc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    with serve_process(full_env, log) as served:
+        yield served
 
 
 def kill_mid_stream(url: str, proc: subprocess.Popen, body: dict, *, before_kill=None) -> str:  # type: ignore[no-untyped-def]
