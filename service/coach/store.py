@@ -8,8 +8,6 @@ or PostgreSQL; the tables are created on open.
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -24,16 +22,15 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    func,
     insert,
     inspect,
     select,
     text,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from service.store import create_schema, engine_for
+from service.coach.table_store import TableStore, next_position, utc_now
 
 metadata = MetaData()
 SCHEMA_LOCK_KEY = 0x56524143  # pg_advisory_xact_lock key ("VRAC") serialising the coach tables' creation
@@ -91,52 +88,21 @@ def _add_owner_column(sync_conn: Any) -> None:
         sync_conn.execute(text("ALTER TABLE coach_sessions ADD COLUMN owner VARCHAR(64)"))
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _row(r: Any) -> dict[str, Any]:
-    d = dict(r._mapping)
-    for k in ("spec", "expected", "given"):
-        if isinstance(d.get(k), str):  # some drivers hand JSON back as text
-            d[k] = json.loads(d[k])
-    return d
-
-
-class CoachStore:
+class CoachStore(TableStore):
     """Sessions and questions; `open()` creates the tables, `close()` releases the engine."""
 
-    def __init__(self, database_url: str) -> None:
-        self.database_url = database_url
-        self._engine: AsyncEngine | None = None
+    name = "coach"
+    lock_key = SCHEMA_LOCK_KEY
+    json_columns = ("spec", "expected", "given")
 
-    async def open(self) -> None:
-        """Create the tables if missing, safe when several replicas start at once: on PostgreSQL under
-        an advisory lock held until commit (the next replica then finds the tables); elsewhere a race
-        lost to another process is retried."""
-        self._engine = engine_for(self.database_url)
-
-        async def build(conn: AsyncConnection) -> None:
-            await conn.run_sync(metadata.create_all)
-            await conn.run_sync(_add_owner_column)
-
-        await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the coach tables")
-
-    async def close(self) -> None:
-        if self._engine is not None:
-            await self._engine.dispose()
-        self._engine = None
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise RuntimeError("coach store is not open")
-        return self._engine
+    async def build(self, conn: AsyncConnection) -> None:
+        await conn.run_sync(metadata.create_all)
+        await conn.run_sync(_add_owner_column)
 
     async def create_session(
         self, session_id: str, language: str, topic: str | None, difficulty: int, owner: str | None = None
     ) -> None:
-        now = _now()
+        now = utc_now()
         async with self.engine.begin() as conn:
             await conn.execute(
                 insert(sessions).values(
@@ -151,25 +117,12 @@ class CoachStore:
             )
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
-            if row is None:
-                return None
-            qs = await conn.execute(
-                select(questions).where(questions.c.session_id == session_id).order_by(questions.c.position)
-            )
-            data = _row(row)
-            data["questions"] = [_row(q) for q in qs]
-            return data
+        return await self.with_children(sessions, questions, questions.c.session_id, session_id, "questions")
 
     async def add_question(self, session_id: str, **values: Any) -> None:
-        now = _now()
+        now = utc_now()
         async with self.engine.begin() as conn:
-            position = (
-                await conn.execute(
-                    select(func.count()).select_from(questions).where(questions.c.session_id == session_id)
-                )
-            ).scalar_one()
+            position = await next_position(conn, questions, questions.c.session_id, session_id)
             await conn.execute(
                 insert(questions).values(
                     session_id=session_id, position=position, created_at=now, hints=0, **values
@@ -179,7 +132,7 @@ class CoachStore:
 
     async def link_thread(self, key: str, session_id: str) -> None:
         async with self.engine.begin() as conn:
-            await conn.execute(insert(threads).values(key=key, session_id=session_id, created_at=_now()))
+            await conn.execute(insert(threads).values(key=key, session_id=session_id, created_at=utc_now()))
 
     async def session_for_thread(self, key: str) -> str | None:
         async with self.engine.connect() as conn:
@@ -205,7 +158,7 @@ class CoachStore:
         difficulty: int,
     ) -> bool:
         """Store the grade; False when the question was already graded (a second answer is refused)."""
-        now = _now()
+        now = utc_now()
         async with self.engine.begin() as conn:
             result = await conn.execute(
                 update(questions)

@@ -8,8 +8,6 @@ scorecard. SQLAlchemy Core over SQLite or PostgreSQL; the tables are created on 
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -24,14 +22,13 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    func,
     insert,
     select,
     update,
 )
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from service.store import create_schema, engine_for
+from service.coach.table_store import TableStore, next_position, utc_now
 
 metadata = MetaData()
 SCHEMA_LOCK_KEY = 0x56524149  # pg_advisory_xact_lock key ("VRAI") serialising the interview tables' creation
@@ -81,48 +78,20 @@ threads = Table(
 )
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _row(r: Any) -> dict[str, Any]:
-    d = dict(r._mapping)
-    for k in ("setting", "scorecard", "spec", "expected", "given"):
-        if isinstance(d.get(k), str):  # some drivers hand JSON back as text
-            d[k] = json.loads(d[k])
-    return d
-
-
-class InterviewStore:
+class InterviewStore(TableStore):
     """Interviews and their questions; `open()` creates the tables, `close()` releases the engine."""
 
-    def __init__(self, database_url: str) -> None:
-        self.database_url = database_url
-        self._engine: AsyncEngine | None = None
+    name = "interview"
+    lock_key = SCHEMA_LOCK_KEY
+    json_columns = ("setting", "scorecard", "spec", "expected", "given")
 
-    async def open(self) -> None:
-        self._engine = engine_for(self.database_url)
-
-        async def build(conn: AsyncConnection) -> None:
-            await conn.run_sync(metadata.create_all)
-
-        await create_schema(self._engine, build, lock_key=SCHEMA_LOCK_KEY, what="the interview tables")
-
-    async def close(self) -> None:
-        if self._engine is not None:
-            await self._engine.dispose()
-        self._engine = None
-
-    @property
-    def engine(self) -> AsyncEngine:
-        if self._engine is None:
-            raise RuntimeError("interview store is not open")
-        return self._engine
+    async def build(self, conn: AsyncConnection) -> None:
+        await conn.run_sync(metadata.create_all)
 
     async def create(
         self, interview_id: str, *, owner: str | None, language: str, level: int, setting: dict[str, Any]
     ) -> None:
-        now = _now()
+        now = utc_now()
         async with self.engine.begin() as conn:
             await conn.execute(
                 insert(interviews).values(
@@ -137,26 +106,13 @@ class InterviewStore:
             )
 
     async def get(self, interview_id: str) -> dict[str, Any] | None:
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(select(interviews).where(interviews.c.id == interview_id))).first()
-            if row is None:
-                return None
-            rows = await conn.execute(
-                select(turns).where(turns.c.interview_id == interview_id).order_by(turns.c.position)
-            )
-            data = _row(row)
-            data["turns"] = [_row(t) for t in rows]
-            return data
+        return await self.with_children(interviews, turns, turns.c.interview_id, interview_id, "turns")
 
     async def add_turn(self, interview_id: str, **values: Any) -> int:
         """Store a question; its position (0-based) in the interview."""
-        now = _now()
+        now = utc_now()
         async with self.engine.begin() as conn:
-            position = (
-                await conn.execute(
-                    select(func.count()).select_from(turns).where(turns.c.interview_id == interview_id)
-                )
-            ).scalar_one()
+            position = await next_position(conn, turns, turns.c.interview_id, interview_id)
             await conn.execute(
                 insert(turns).values(interview_id=interview_id, position=position, created_at=now, **values)
             )
@@ -171,7 +127,7 @@ class InterviewStore:
             result = await conn.execute(
                 update(turns)
                 .where(turns.c.id == turn_id, turns.c.correct.is_(None))
-                .values(answered_at=_now(), **values)
+                .values(answered_at=utc_now(), **values)
             )
             return result.rowcount == 1
 
@@ -180,12 +136,14 @@ class InterviewStore:
             await conn.execute(
                 update(interviews)
                 .where(interviews.c.id == interview_id)
-                .values(scorecard=scorecard, updated_at=_now())
+                .values(scorecard=scorecard, updated_at=utc_now())
             )
 
     async def link_thread(self, key: str, interview_id: str) -> None:
         async with self.engine.begin() as conn:
-            await conn.execute(insert(threads).values(key=key, interview_id=interview_id, created_at=_now()))
+            await conn.execute(
+                insert(threads).values(key=key, interview_id=interview_id, created_at=utc_now())
+            )
 
     async def interview_for_thread(self, key: str) -> str | None:
         async with self.engine.connect() as conn:
