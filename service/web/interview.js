@@ -9,29 +9,8 @@
   const state = { strings: {}, lang: "en", id: null };
   const $ = (id) => document.getElementById(id);
 
-  function lang() { return localStorage.getItem("vramwise.lang") || state.lang; }
-  function s(key, vars) {
-    let text = (state.strings[lang()] || state.strings.en || {})[key] ?? key;
-    for (const [k, v] of Object.entries(vars || {})) text = text.replaceAll(`{${k}}`, String(v));
-    return text;
-  }
-  function node(tag, attrs, ...children) {
-    const n = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") n.className = v; else if (k === "text") n.textContent = v; else n.setAttribute(k, v);
-    }
-    for (const c of children) if (c !== null && c !== undefined) n.append(c);
-    return n;
-  }
-  function inline(parent, text) {
-    for (const part of text.split(/(\*\*[^*]+\*\*|`[^`]+`)/)) {
-      if (!part) continue;
-      if (part.startsWith("**") && part.endsWith("**")) parent.append(node("strong", { text: part.slice(2, -2) }));
-      else if (part.startsWith("`") && part.endsWith("`")) parent.append(node("code", { text: part.slice(1, -1) }));
-      else parent.append(document.createTextNode(part));
-    }
-    return parent;
-  }
+  const { lang, s } = window.VRAMwiseCoachDom.strings(state);
+  const { node, inline } = window.VRAMwiseCoachDom;
   function paragraphs(text) {
     return text.split("\n").filter((line) => line.trim()).map((line) => inline(node("p"), line));
   }
