@@ -14,11 +14,11 @@ import pytest
 
 from service.app import create_app
 from tests.service_support import GIB, live_server, offline_settings, reset_sse_exit_flag
-from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, ask
+from tests.test_web_browser import CHROMIUM, OUTPUT, ask, browser
 from tools.estimator import estimate
 from tools.scenario import Scenario
 
-__all__ = ["reset_sse_exit_flag"]  # autouse fixture
+__all__ = ["browser", "reset_sse_exit_flag"]  # fixtures (the browser: tests/test_web_browser.py)
 
 pytestmark = [
     pytest.mark.browser,
@@ -33,16 +33,6 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("workbench") / "conversations.sqlite3"
     with live_server(create_app(offline_settings(db))) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture
